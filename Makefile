@@ -1,0 +1,46 @@
+# `make demo` and `make test` install everything they need on a fresh machine:
+# a venv keyed by a hash of requirements.txt lives under ~/.cache (so it
+# survives between clones and CI runs) and .venv links to it; the native
+# core builds incrementally against the venv's torch, never in isolation.
+SHELL := /bin/bash
+PYTHON ?= python3
+REQ_HASH := $(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+VENV_DIR := $(HOME)/.cache/torch_tpu/venv-$(REQ_HASH)
+VENV := .venv
+VPY := $(VENV)/bin/python
+SRCS := $(shell find csrc -name '*.cc' -o -name '*.cpp' -o -name '*.h') setup.py
+BUILD_ENV := TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2
+
+.PHONY: demo test test-all bench build clean
+
+$(VENV_DIR)/.complete: requirements.txt pyproject.toml
+	@test -x $(VENV_DIR)/bin/python || $(PYTHON) -m venv $(VENV_DIR)
+	$(VENV_DIR)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(VENV)/.linked: $(VENV_DIR)/.complete
+	@ln -sfn $(VENV_DIR) $(VENV)
+	$(BUILD_ENV) TTPU_SKIP_EXT=1 $(VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
+	@touch $(VENV_DIR)/.editable-$(notdir $(CURDIR))
+	@touch $@
+
+torch_tpu/.built: $(VENV)/.linked $(SRCS)
+	$(BUILD_ENV) $(VPY) setup.py -q build_ext --inplace
+	@touch $@
+
+build: torch_tpu/.built
+
+demo: build
+	$(VPY) examples/train_mlp.py
+
+test: build
+	$(VPY) -m pytest -q -m "not slow" tests
+
+test-all: build
+	$(VPY) -m pytest -q tests
+
+bench: build
+	$(VPY) bench/run.py
+
+clean:
+	rm -rf build torch_tpu/_C*.so torch_tpu/.built

@@ -1,0 +1,55 @@
+// Glue between PyTorch tensors and the torch-free runtime.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/core/Allocator.h>
+
+#include "ops/lowering.h"
+#include "runtime/runtime.h"
+#include "runtime/storage.h"
+
+namespace ttpu::aten {
+
+using runtime::BufferPtr;
+using shlo::ElemType;
+using shlo::TensorType;
+
+ElemType elem_of(at::ScalarType t);  // throws a clear error for unsupported dtypes
+at::ScalarType scalar_type_of(ElemType t);
+TensorType type_of(const at::Tensor& t);  // dtype + sizes
+
+runtime::StorageHandle& handle_of(const at::Tensor& t);
+ops::ViewSpec view_of(const at::Tensor& t);
+
+// The dense value of a tpu tensor (its dtype and shape).
+BufferPtr read(const at::Tensor& t);
+// Writes a value of dst's dtype and shape through dst (any view).
+void write(const at::Tensor& dst, const BufferPtr& value);
+// A new contiguous tensor that owns `value`.
+at::Tensor wrap(const BufferPtr& value, at::ScalarType dtype);
+
+c10::Allocator* tpu_allocator();
+// Replaces the storage's bytes by a zero-padded/truncated copy of new_nbytes.
+void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
+
+int current_device();
+void register_pending(const std::vector<BufferPtr>& outputs, int device);
+void synchronize_device(int device);  // -1: all
+
+// Memory accounting (bytes of live storages per device).
+struct MemoryStats {
+  int64_t allocated = 0;
+  int64_t peak = 0;
+  int64_t num_allocs = 0;
+};
+MemoryStats memory_stats(int device);
+void reset_peak(int device);
+
+// Random state for random ops: (key, counter), advancing the generator.
+std::pair<uint64_t, uint64_t> next_rng_state(const std::optional<at::Generator>& gen, int device, uint64_t numel);
+const at::Generator& default_generator(int device);
+
+// Rethrows runtime failures as the right PyTorch exception, naming `what`.
+[[noreturn]] void rethrow_as_torch_error(const std::string& what);
+
+}  // namespace ttpu::aten

@@ -1,0 +1,524 @@
+// Device integration: allocator with address ranges and byte accounting,
+// DeviceGuardImpl, PrivateUse1 hooks, the random generator, and the Python
+// module torch_tpu._C.
+#include <sys/mman.h>
+
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/core/GeneratorForPrivateuseone.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/GeneratorImpl.h>
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "aten/common.h"
+
+namespace ttpu::aten {
+
+// ---------------------------------------------------------------------------
+// Types
+
+ElemType elem_of(at::ScalarType t) {
+  switch (t) {
+    case at::kBool: return ElemType::Pred;
+    case at::kChar: return ElemType::S8;
+    case at::kShort: return ElemType::S16;
+    case at::kInt: return ElemType::S32;
+    case at::kLong: return ElemType::S64;
+    case at::kByte: return ElemType::U8;
+    case at::kUInt16: return ElemType::U16;
+    case at::kUInt32: return ElemType::U32;
+    case at::kUInt64: return ElemType::U64;
+    case at::kHalf: return ElemType::F16;
+    case at::kBFloat16: return ElemType::BF16;
+    case at::kFloat: return ElemType::F32;
+    case at::kDouble: return ElemType::F64;
+    case at::kComplexFloat: return ElemType::C64;
+    case at::kComplexDouble: return ElemType::C128;
+    case at::kFloat8_e4m3fn: return ElemType::F8E4M3FN;
+    case at::kFloat8_e5m2: return ElemType::F8E5M2;
+    default: break;
+  }
+  TORCH_CHECK_TYPE(false, "torch_tpu: dtype ", t, " is not supported on 'tpu'; supported: bool, int8/16/32/64, "
+                   "uint8/16/32/64, float16, bfloat16, float32, float64, complex64/128, float8_e4m3fn, float8_e5m2");
+}
+
+at::ScalarType scalar_type_of(ElemType t) {
+  switch (t) {
+    case ElemType::Pred: return at::kBool;
+    case ElemType::S8: return at::kChar;
+    case ElemType::S16: return at::kShort;
+    case ElemType::S32: return at::kInt;
+    case ElemType::S64: return at::kLong;
+    case ElemType::U8: return at::kByte;
+    case ElemType::U16: return at::kUInt16;
+    case ElemType::U32: return at::kUInt32;
+    case ElemType::U64: return at::kUInt64;
+    case ElemType::F16: return at::kHalf;
+    case ElemType::BF16: return at::kBFloat16;
+    case ElemType::F32: return at::kFloat;
+    case ElemType::F64: return at::kDouble;
+    case ElemType::C64: return at::kComplexFloat;
+    case ElemType::C128: return at::kComplexDouble;
+    case ElemType::F8E4M3FN: return at::kFloat8_e4m3fn;
+    case ElemType::F8E5M2: return at::kFloat8_e5m2;
+  }
+  return at::kFloat;
+}
+
+TensorType type_of(const at::Tensor& t) {
+  return TensorType{elem_of(t.scalar_type()), t.sizes().vec()};
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+
+void rethrow_as_torch_error(const std::string& what) {
+  try {
+    throw;
+  } catch (const c10::Error&) {
+    throw;
+  } catch (const pjrt::OutOfMemory& e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "torch_tpu: out of device memory in ", what, ": ", e.what());
+  } catch (const pjrt::Error& e) {
+    TORCH_CHECK(false, e.what(), " (in ", what, ")");
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "torch_tpu: ", what, " failed: ", e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Address ranges: every storage gets its own non-overlapping range inside a
+// reserved, inaccessible region, so data_ptr arithmetic and overlap checks
+// behave as on CPU and a stray host dereference faults loudly.
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+class AddressSpace {
+ public:
+  uintptr_t reserve(size_t nbytes) {
+    size_t size = round(nbytes);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& bin = free_[size];
+    if (!bin.empty()) {
+      uintptr_t a = bin.back();
+      bin.pop_back();
+      return a;
+    }
+    if (!base_) map();
+    if (next_ + size > limit_) {
+      // Out of reserved addresses: map another region.
+      map();
+    }
+    uintptr_t a = next_;
+    next_ += size;
+    return a;
+  }
+  void release(uintptr_t addr, size_t nbytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_[round(nbytes)].push_back(addr);
+  }
+
+ private:
+  static size_t round(size_t n) { return n == 0 ? kAlign : (n + kAlign - 1) / kAlign * kAlign; }
+  void map() {
+    size_t len = size_t{1} << 42;  // 4 TiB of address space, no memory behind it
+    void* p = MAP_FAILED;
+    while (len >= (size_t{1} << 30)) {
+      p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p != MAP_FAILED) break;
+      len >>= 1;
+    }
+    TORCH_CHECK(p != MAP_FAILED, "torch_tpu: cannot reserve address space for device storages");
+    base_ = reinterpret_cast<uintptr_t>(p);
+    next_ = base_ + kAlign;  // never hand out the region's first byte
+    limit_ = base_ + len;
+  }
+  std::mutex mu_;
+  uintptr_t base_ = 0, next_ = 0, limit_ = 0;
+  std::map<size_t, std::vector<uintptr_t>> free_;
+};
+
+AddressSpace& address_space() {
+  static AddressSpace* s = new AddressSpace();
+  return *s;
+}
+
+std::mutex g_stats_mutex;
+std::map<int, MemoryStats> g_stats;
+
+thread_local int t_current_device = 0;
+
+}  // namespace
+
+MemoryStats memory_stats(int device) {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  return g_stats[device];
+}
+
+void reset_peak(int device) {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  auto& s = g_stats[device];
+  s.peak = s.allocated;
+}
+
+int current_device() { return t_current_device; }
+
+// ---------------------------------------------------------------------------
+// Allocator
+
+namespace {
+
+void delete_handle(void* ctx) {
+  auto* h = static_cast<runtime::StorageHandle*>(ctx);
+  address_space().release(h->address, h->nbytes);
+  {
+    std::lock_guard<std::mutex> lock(g_stats_mutex);
+    g_stats[h->device].allocated -= static_cast<int64_t>(h->nbytes);
+  }
+  delete h;
+}
+
+class TpuAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    int device = current_device();
+    auto* h = new runtime::StorageHandle();
+    h->device = device;
+    h->nbytes = nbytes;
+    h->address = address_space().reserve(nbytes);
+    {
+      std::lock_guard<std::mutex> lock(g_stats_mutex);
+      auto& s = g_stats[device];
+      s.allocated += static_cast<int64_t>(nbytes);
+      s.peak = std::max(s.peak, s.allocated);
+      s.num_allocs++;
+    }
+    return {reinterpret_cast<void*>(h->address), h, &delete_handle,
+            c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device))};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    TORCH_CHECK(false, "torch_tpu: raw copies between device storages are not supported (", count,
+                " bytes); use tensor.copy_()");
+  }
+};
+
+TpuAllocator g_allocator;
+
+}  // namespace
+
+c10::Allocator* tpu_allocator() { return &g_allocator; }
+
+runtime::StorageHandle& handle_of(const at::Tensor& t) {
+  void* ctx = t.storage().data_ptr().get_context();
+  TORCH_CHECK(ctx != nullptr && t.storage().data_ptr().get_deleter() == &delete_handle,
+              "torch_tpu: tensor on ", t.device(), " has no device storage");
+  return *static_cast<runtime::StorageHandle*>(ctx);
+}
+
+void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
+  TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
+  auto* old = static_cast<runtime::StorageHandle*>(storage.data_ptr().get_context());
+  TORCH_CHECK(old != nullptr, "torch_tpu: storage has no device handle");
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(old->device)));
+  BufferPtr moved;
+  try {
+    moved = runtime::resized_buffer(*old, new_nbytes);
+  } catch (...) {
+    rethrow_as_torch_error("storage resize");
+  }
+  c10::DataPtr fresh = g_allocator.allocate(new_nbytes);
+  static_cast<runtime::StorageHandle*>(fresh.get_context())->buffer = moved;
+  const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
+  const_cast<c10::Storage&>(storage).set_nbytes(new_nbytes);
+}
+
+// ---------------------------------------------------------------------------
+// Pending work, for synchronize(): weak references to recent outputs.
+
+namespace {
+std::mutex g_pending_mutex;
+std::map<int, std::vector<std::weak_ptr<pjrt::Buffer>>> g_pending;
+constexpr size_t kMaxPending = 4096;  // bounds how far the host runs ahead
+}  // namespace
+
+static void await_all(std::vector<std::weak_ptr<pjrt::Buffer>>& list) {
+  for (auto& w : list) {
+    if (auto b = w.lock()) {
+      if (b->raw()) runtime::client().await_ready(*b);
+    }
+  }
+  list.clear();
+}
+
+void register_pending(const std::vector<BufferPtr>& outputs, int device) {
+  std::vector<std::weak_ptr<pjrt::Buffer>> drain;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mutex);
+    auto& list = g_pending[device];
+    for (auto& o : outputs) list.push_back(o);
+    if (list.size() > kMaxPending) drain.swap(list);
+  }
+  await_all(drain);
+}
+
+void synchronize_device(int device) {
+  std::vector<std::weak_ptr<pjrt::Buffer>> drain;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mutex);
+    for (auto& [d, list] : g_pending) {
+      if (device >= 0 && d != device) continue;
+      drain.insert(drain.end(), list.begin(), list.end());
+      list.clear();
+    }
+  }
+  await_all(drain);
+}
+
+// ---------------------------------------------------------------------------
+// DeviceGuardImpl
+
+namespace {
+
+struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+  static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+  c10::DeviceType type() const override { return kType; }
+  c10::Device exchangeDevice(c10::Device d) const override {
+    c10::Device old = getDevice();
+    setDevice(d);
+    return old;
+  }
+  c10::Device getDevice() const override {
+    return c10::Device(kType, static_cast<c10::DeviceIndex>(t_current_device));
+  }
+  void setDevice(c10::Device d) const override {
+    TORCH_CHECK(d.type() == kType, "torch_tpu: expected a tpu device, got ", d);
+    if (d.index() >= 0) t_current_device = d.index();
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.index() >= 0) t_current_device = d.index();
+  }
+  c10::Stream getStream(c10::Device d) const override {
+    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, d.index() < 0 ? t_current_device : d.index()));
+  }
+  c10::Stream exchangeStream(c10::Stream s) const override { return getStream(s.device()); }
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return static_cast<c10::DeviceIndex>(runtime::device_count_noexcept());
+  }
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex, const c10::EventFlag) const override {
+    // Work on a device is ordered through buffer dependencies; an event marks
+    // "everything issued so far", which synchronize() waits for.
+    (void)event;
+    (void)stream;
+  }
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream& s) const override { synchronize_device(s.device_index()); }
+  void synchronizeEvent(void*) const override { synchronize_device(-1); }
+  void synchronizeDevice(const c10::DeviceIndex d) const override { synchronize_device(d); }
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+// ---------------------------------------------------------------------------
+// Generator: a seed and a counter; each random op consumes a disjoint
+// counter range. The state tensor is 16 bytes: seed, offset (uint64 each).
+
+struct TpuGenerator final : public c10::GeneratorImpl {
+  explicit TpuGenerator(c10::DeviceIndex device)
+      : c10::GeneratorImpl(c10::Device(c10::DeviceType::PrivateUse1, device),
+                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)) {}
+  void set_current_seed(uint64_t seed) override {
+    seed_ = seed;
+    offset_ = 0;
+  }
+  void set_offset(uint64_t offset) override { offset_ = offset; }
+  uint64_t get_offset() const override { return offset_; }
+  uint64_t current_seed() const override { return seed_; }
+  uint64_t seed() override {
+    uint64_t s = c10::detail::getNonDeterministicRandom();
+    set_current_seed(s);
+    return s;
+  }
+  void set_state(const c10::TensorImpl& state) override {
+    TORCH_CHECK(state.numel() == 16 && state.dtype() == at::kByte,
+                "torch_tpu: RNG state must be a uint8 tensor of 16 bytes, got ", state.numel(), " elements");
+    const auto* p = static_cast<const uint8_t*>(state.data());
+    std::memcpy(&seed_, p, 8);
+    std::memcpy(&offset_, p + 8, 8);
+  }
+  c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
+    auto t = at::empty({16}, at::TensorOptions().dtype(at::kByte));
+    auto* p = t.data_ptr<uint8_t>();
+    std::memcpy(p, &seed_, 8);
+    std::memcpy(p + 8, &offset_, 8);
+    return t.getIntrusivePtr();
+  }
+  TpuGenerator* clone_impl() const override {
+    auto* g = new TpuGenerator(device().index());
+    g->seed_ = seed_;
+    g->offset_ = offset_;
+    return g;
+  }
+  static c10::DeviceType device_type() { return c10::DeviceType::PrivateUse1; }
+  uint64_t seed_ = 67280421310721ull;
+  uint64_t offset_ = 0;
+};
+
+std::mutex g_gen_mutex;
+std::map<int, at::Generator>& default_generators() {
+  static auto* m = new std::map<int, at::Generator>();
+  return *m;
+}
+
+}  // namespace
+
+const at::Generator& default_generator(int device) {
+  std::lock_guard<std::mutex> lock(g_gen_mutex);
+  if (device < 0) device = t_current_device;
+  auto& m = default_generators();
+  auto it = m.find(device);
+  if (it == m.end()) {
+    it = m.emplace(device, at::make_generator<TpuGenerator>(static_cast<c10::DeviceIndex>(device))).first;
+  }
+  return it->second;
+}
+
+std::pair<uint64_t, uint64_t> next_rng_state(const std::optional<at::Generator>& gen, int device, uint64_t numel) {
+  at::Generator g = gen.has_value() && gen->defined() ? *gen : default_generator(device);
+  std::lock_guard<std::mutex> lock(g.mutex());
+  auto* impl = g.get<TpuGenerator>();
+  TORCH_CHECK(impl != nullptr, "torch_tpu: generator is not a tpu generator");
+  uint64_t offset = impl->offset_;
+  impl->offset_ += 2 * numel + 2;  // disjoint counter ranges per call
+  return {impl->seed_, offset};
+}
+
+// ---------------------------------------------------------------------------
+// Hooks
+
+namespace {
+
+struct TpuHooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return runtime::device_count_noexcept() > 0; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override {
+    return default_generator(device);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex device) const override {
+    return at::make_generator<TpuGenerator>(device < 0 ? static_cast<c10::DeviceIndex>(t_current_device) : device);
+  }
+  at::Device getDeviceFromPtr(void*) const override {
+    return at::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(t_current_device));
+  }
+  bool isPinnedPtr(const void*) const override { return false; }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return at::getCPUAllocator(); }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return runtime::client_created(); }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    resize_storage_bytes(storage, newsize);
+  }
+};
+
+struct HooksRegistrar {
+  HooksRegistrar() { at::RegisterPrivateUse1HooksInterface(new TpuHooks()); }
+} g_hooks_registrar;
+
+}  // namespace
+
+}  // namespace ttpu::aten
+
+// ---------------------------------------------------------------------------
+// Python module
+
+namespace py = pybind11;
+using namespace ttpu;
+
+static void check_device_index(int device) {
+  int n = runtime::device_count_noexcept();
+  TORCH_CHECK_INDEX(device >= 0 && device < n, "torch_tpu: invalid device index ", device, " (", n,
+                    " device(s) available)");
+}
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tpu native core";
+  m.def("_set_plugin", [](const std::string& path, const std::string& platform, int cpu_devices) {
+    runtime::set_plugin_config(pjrt::PluginConfig{path, platform, cpu_devices});
+  });
+  m.def("_plugin_path", [] { return runtime::plugin_config().path; });
+  m.def("_platform", [] { return runtime::plugin_config().platform; });
+  m.def("_is_initialized", [] { return runtime::client_created(); });
+  m.def("_init", [] {
+    try {
+      runtime::client();
+    } catch (...) {
+      aten::rethrow_as_torch_error("device initialisation");
+    }
+  });
+  m.def("device_count", [] { return runtime::device_count_noexcept(); });
+  m.def("_plugin_info", [] {
+    py::dict d;
+    try {
+      auto& c = runtime::client();
+      d["platform_name"] = c.platform_name();
+      d["pjrt_api_version"] = std::to_string(c.api_major()) + "." + std::to_string(c.api_minor());
+      d["plugin_path"] = c.plugin_path();
+      d["device_count"] = c.device_count();
+    } catch (...) {
+      aten::rethrow_as_torch_error("device initialisation");
+    }
+    return d;
+  });
+  m.def("get_device_name", [](int device) {
+    check_device_index(device);
+    try {
+      return runtime::client().device_kind(device);
+    } catch (...) {
+      aten::rethrow_as_torch_error("get_device_name");
+    }
+  });
+  m.def("current_device", [] { return aten::current_device(); });
+  m.def("set_device", [](int device) {
+    check_device_index(device);
+    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
+        ->setDevice(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
+  });
+  m.def("synchronize", [](int device) {
+    py::gil_scoped_release no_gil;
+    if (!runtime::client_created()) return;
+    try {
+      aten::synchronize_device(device);
+    } catch (...) {
+      aten::rethrow_as_torch_error("synchronize");
+    }
+  });
+  m.def("memory_allocated", [](int device) { return aten::memory_stats(device).allocated; });
+  m.def("max_memory_allocated", [](int device) { return aten::memory_stats(device).peak; });
+  m.def("num_allocations", [](int device) { return aten::memory_stats(device).num_allocs; });
+  m.def("reset_peak_memory_stats", [](int device) { aten::reset_peak(device); });
+  m.def("_default_generator", [](int device) {
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(aten::default_generator(device)));
+  });
+  m.def("compile_stats", [] {
+    auto& s = runtime::stats();
+    py::dict d;
+    d["compiles"] = s.compiles.load();
+    d["cache_hits"] = s.cache_hits.load();
+    d["cache_misses"] = s.cache_misses.load();
+    d["executions"] = s.executions.load();
+    d["compile_seconds"] = s.compile_nanoseconds.load() / 1e9;
+    d["host_to_device"] = s.host_to_device.load();
+    d["device_to_host"] = s.device_to_host.load();
+    d["cached_executables"] = runtime::cache_size();
+    return d;
+  });
+  m.def("_clear_executable_cache", [] { runtime::clear_cache(); });
+  m.def("_storage_has_buffer", [](const at::Tensor& t) { return aten::handle_of(t).buffer != nullptr; });
+}

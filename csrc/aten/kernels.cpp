@@ -1,0 +1,754 @@
+// ATen kernels for PrivateUse1 ('tpu'): storage and view primitives, copies,
+// the table kernel that runs every lowering, and the fallback for the rest.
+#include <ATen/EmptyTensor.h>
+#include <ATen/InferSize.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "aten/common.h"
+
+namespace ttpu::aten {
+
+// ---------------------------------------------------------------------------
+// Tensor <-> runtime
+
+ops::ViewSpec view_of(const at::Tensor& t) {
+  return ops::ViewSpec{elem_of(t.scalar_type()), t.sizes().vec(), t.strides().vec(), t.storage_offset()};
+}
+
+BufferPtr read(const at::Tensor& t) { return runtime::read_view(handle_of(t), view_of(t)); }
+
+void write(const at::Tensor& dst, const BufferPtr& value) { runtime::write_view(handle_of(dst), view_of(dst), value); }
+
+at::Tensor wrap(const BufferPtr& value, at::ScalarType dtype) {
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(value->device())));
+  at::Tensor t = at::detail::empty_generic(value->type().dims, tpu_allocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype, std::nullopt);
+  handle_of(t).buffer = value;
+  return t;
+}
+
+namespace {
+
+std::string describe(const at::Tensor& t) {
+  if (!t.defined()) return "None";
+  std::ostringstream os;
+  os << t.scalar_type() << t.sizes();
+  if (!t.is_privateuseone()) os << "@" << t.device();
+  return os.str();
+}
+
+std::string describe_args(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t n) {
+  std::string s;
+  auto args = torch::jit::last(stack, n);
+  for (const auto& iv : args) {
+    if (iv.isTensor()) {
+      if (!s.empty()) s += ", ";
+      s += describe(iv.toTensor());
+    } else if (iv.isTensorList()) {
+      if (!s.empty()) s += ", ";
+      s += "[" + std::to_string(iv.toTensorList().size()) + " tensors]";
+    }
+  }
+  (void)op;
+  return s;
+}
+
+int device_index(const at::Tensor& t) { return t.device().index() < 0 ? 0 : t.device().index(); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Storage and view primitives
+
+namespace {
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                               std::optional<at::Layout> layout, std::optional<at::Device> device,
+                               std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
+  TORCH_CHECK(!layout.has_value() || *layout == at::kStrided, "torch_tpu: only strided tensors are supported, got ",
+              *layout);
+  c10::DeviceGuard guard(device.value_or(at::Device(c10::DeviceType::PrivateUse1, current_device())));
+  auto st = dtype.value_or(at::get_default_dtype_as_scalartype());
+  elem_of(st);  // reject unsupported dtypes early with a clear message
+  return at::detail::empty_generic(size, tpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st,
+                                   memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
+                         std::optional<at::Layout> layout, std::optional<at::Device> device,
+                         std::optional<bool> pin_memory) {
+  c10::DeviceGuard guard(device.value_or(at::Device(c10::DeviceType::PrivateUse1, current_device())));
+  auto st = dtype.value_or(at::get_default_dtype_as_scalartype());
+  elem_of(st);
+  return at::detail::empty_strided_generic(size, stride, tpu_allocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st);
+}
+
+void ensure_storage_bytes(const at::Tensor& self, int64_t needed) {
+  if (needed > static_cast<int64_t>(self.storage().nbytes())) resize_storage_bytes(self.storage(), needed);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<at::MemoryFormat> memory_format) {
+  auto* impl = self.unsafeGetTensorImpl();
+  if (self.sizes() == size && !memory_format.has_value()) return self;
+  impl->set_sizes_contiguous(size);
+  if (memory_format.has_value() && *memory_format != at::MemoryFormat::Preserve)
+    impl->empty_tensor_restride(*memory_format);
+  int64_t needed = static_cast<int64_t>(
+      at::detail::computeStorageNbytes(self.sizes(), self.strides(), self.dtype().itemsize(), self.storage_offset()));
+  ensure_storage_bytes(self, needed);
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size,
+                        c10::IntArrayRef stride) {
+  at::native::checkSetStorage(self, source, offset, size, stride);
+  self.unsafeGetTensorImpl()->set_storage_offset(offset);
+  std::optional<c10::IntArrayRef> st = stride.data() ? std::optional<c10::IntArrayRef>(stride) : std::nullopt;
+  if (st) {
+    self.unsafeGetTensorImpl()->set_sizes_and_strides(size, *st);
+  } else {
+    self.unsafeGetTensorImpl()->set_sizes_contiguous(size);
+  }
+  int64_t needed = static_cast<int64_t>(
+      at::detail::computeStorageNbytes(self.sizes(), self.strides(), self.dtype().itemsize(), offset));
+  ensure_storage_bytes(self, needed);
+  return self;
+}
+
+at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage source, c10::SymInt offset,
+                                      c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  return set_storage(self, std::move(source), offset.expect_int(), C10_AS_INTARRAYREF_SLOW(size),
+                     C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  int64_t n = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return set_storage(self, std::move(source), 0, {n}, {1});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& src) {
+  if (self.is_same(src)) return self;
+  return set_storage(self, src.storage(), src.storage_offset(), src.sizes(), src.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::DeviceGuard guard(self.device());
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, tpu_allocator(), true);
+  return set_storage(self, storage, 0, {0}, {});
+}
+
+// ---------------------------------------------------------------------------
+// Copies
+
+void copy_into(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.numel() == 0) return;
+  if (dst.is_privateuseone()) {
+    c10::DeviceGuard guard(dst.device());
+    int dev = device_index(dst);
+    TensorType to{elem_of(dst.scalar_type()), dst.sizes().vec()};
+    BufferPtr value;
+    if (src.is_privateuseone()) {
+      value = read(src);
+      if (device_index(src) != dev) value = runtime::client().copy_to_device(*value, dev);
+      value = runtime::convert_broadcast(value, to, dev);
+    } else {
+      at::Tensor host = src.to(at::kCPU).to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+      value = runtime::upload(host.data_ptr(), to, dev);
+    }
+    write(dst, value);
+    return;
+  }
+  // device -> host
+  BufferPtr value = read(src);
+  at::Tensor host = at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
+  if (src.numel() > 0) runtime::download(*value, host.data_ptr());
+  dst.copy_(host);
+}
+
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  TORCH_CHECK(self.defined() && src.defined(), "copy_: tensors must be defined");
+  try {
+    copy_into(self, src);
+  } catch (...) {
+    rethrow_as_torch_error("copy_ (" + describe(src) + " -> " + describe(self) + ")");
+  }
+  return self;
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  at::Tensor d = dst;
+  copy_(d, self, non_blocking);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  at::native::resize_output(dst, self.sizes());
+  at::Tensor d = dst;
+  copy_(d, self, false);
+  return dst;
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  at::Tensor host = at::empty({}, at::TensorOptions().dtype(self.scalar_type()));
+  try {
+    BufferPtr v = read(self);
+    runtime::download(*v, host.data_ptr());
+  } catch (...) {
+    rethrow_as_torch_error("item() of " + describe(self));
+  }
+  return host.item();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// The table kernel: one boxed kernel serves every lowering and its
+// functional, in-place and out= variants.
+
+namespace {
+
+enum class AK { Tensor, TensorList, OptTensorList, Scalar, ScalarList, Int, IntList, Double, Bool, Str, DType, Generator, Ignore };
+
+struct ArgInfo {
+  AK kind = AK::Ignore;
+  bool optional = false;
+  bool is_out = false;         // kwarg-only written tensor (out=)
+  bool is_mutated = false;     // written tensor (self of an in-place op, or out)
+};
+
+enum class Variant { Functional, Inplace, Out };
+
+
+struct OpPlan {
+  std::vector<ArgInfo> args;
+  Variant variant = Variant::Functional;
+  size_t num_returns = 0;
+  bool returns_list = false;
+};
+
+ArgInfo classify(const c10::Argument& a) {
+  ArgInfo info;
+  c10::TypePtr t = a.type();
+  if (auto o = t->castRaw<c10::OptionalType>()) {
+    t = o->getElementType();
+    info.optional = true;
+  }
+  switch (t->kind()) {
+    case c10::TypeKind::TensorType: info.kind = AK::Tensor; break;
+    case c10::TypeKind::NumberType: info.kind = AK::Scalar; break;
+    case c10::TypeKind::IntType:
+    case c10::TypeKind::SymIntType: info.kind = AK::Int; break;
+    case c10::TypeKind::FloatType: info.kind = AK::Double; break;
+    case c10::TypeKind::BoolType: info.kind = AK::Bool; break;
+    case c10::TypeKind::StringType: info.kind = AK::Str; break;
+    case c10::TypeKind::ScalarTypeType: info.kind = AK::DType; break;
+    case c10::TypeKind::GeneratorType: info.kind = AK::Generator; break;
+    case c10::TypeKind::ListType: {
+      c10::TypePtr e = t->castRaw<c10::ListType>()->getElementType();
+      if (e->kind() == c10::TypeKind::TensorType) info.kind = AK::TensorList;
+      else if (e->kind() == c10::TypeKind::OptionalType) info.kind = AK::OptTensorList;
+      else if (e->kind() == c10::TypeKind::NumberType) info.kind = AK::ScalarList;
+      else info.kind = AK::IntList;  // int[], SymInt[], bool[]
+      break;
+    }
+    default: info.kind = AK::Ignore; break;
+  }
+  info.is_mutated = a.alias_info() && a.alias_info()->isWrite();
+  info.is_out = info.is_mutated && a.kwarg_only();
+  return info;
+}
+
+OpPlan make_plan(const c10::FunctionSchema& schema) {
+  OpPlan p;
+  for (const auto& a : schema.arguments()) p.args.push_back(classify(a));
+  for (const auto& a : p.args) {
+    if (a.is_out) p.variant = Variant::Out;
+    else if (a.is_mutated && p.variant != Variant::Out) p.variant = Variant::Inplace;
+  }
+  p.num_returns = schema.returns().size();
+  p.returns_list = p.num_returns == 1 && schema.returns()[0].type()->kind() == c10::TypeKind::ListType;
+  return p;
+}
+
+ops::MatmulPrecision current_precision() {
+  switch (at::globalContext().float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::HIGHEST: return ops::MatmulPrecision::Highest;
+    case at::Float32MatmulPrecision::HIGH: return ops::MatmulPrecision::High;
+    case at::Float32MatmulPrecision::MEDIUM: return ops::MatmulPrecision::Medium;
+  }
+  return ops::MatmulPrecision::Highest;
+}
+
+void append_int(std::string& key, int64_t v) {
+  key += std::to_string(v);
+  key += ',';
+}
+
+void append_tensor_key(std::string& key, char tag, const at::Tensor& t) {
+  key += tag;
+  key += static_cast<char>('A' + static_cast<int>(t.scalar_type()));
+  for (auto d : t.sizes()) append_int(key, d);
+  key += ';';
+}
+
+at::Tensor to_meta(const at::Tensor& t) {
+  if (!t.defined() || !t.is_privateuseone()) return t;
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
+}
+
+TensorType meta_type(const at::Tensor& t) { return TensorType{elem_of(t.scalar_type()), t.sizes().vec()}; }
+
+// Output types from PyTorch's own meta functions: type promotion, broadcasting
+// and shape errors match CPU exactly.
+std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
+                                     const OpPlan& plan) {
+  torch::jit::Stack ms;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
+    if (v.isTensor()) {
+      ms.emplace_back(to_meta(v.toTensor()));
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> l;
+      for (const at::Tensor& t : v.toTensorVector()) l.push_back(to_meta(t));
+      ms.emplace_back(l);
+    } else if (v.isList() && plan.args[i].kind == AK::OptTensorList) {
+      c10::List<std::optional<at::Tensor>> l;
+      for (const c10::IValue& e : v.toListRef())
+        l.push_back(e.isNone() ? std::optional<at::Tensor>() : std::optional<at::Tensor>(to_meta(e.toTensor())));
+      ms.emplace_back(l);
+    } else if (plan.args[i].kind == AK::Generator) {
+      ms.emplace_back(c10::IValue());
+    } else {
+      ms.push_back(v);
+    }
+  }
+  op.callBoxed(ms);
+  std::vector<TensorType> outs;
+  if (plan.variant == Variant::Inplace) {
+    for (size_t i = 0; i < plan.args.size(); ++i) {
+      if (!plan.args[i].is_mutated) continue;
+      const c10::IValue& v = args[i];
+      if (v.isTensor()) outs.push_back(meta_type(v.toTensor()));
+      else for (const at::Tensor& t : v.toTensorVector()) outs.push_back(meta_type(t));
+    }
+    return outs;
+  }
+  for (const c10::IValue& r : ms) {
+    if (r.isTensor()) outs.push_back(meta_type(r.toTensor()));
+    else if (r.isTensorList()) for (const at::Tensor& t : r.toTensorVector()) outs.push_back(meta_type(t));
+  }
+  return outs;
+}
+
+ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan) {
+  at::native::ResultTypeState state;
+  bool any = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (plan.args[i].is_out) continue;
+    const c10::IValue& v = args[i];
+    if (v.isTensor() && v.toTensor().defined()) {
+      state = at::native::update_result_type_state(v.toTensor(), state);
+      any = true;
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) state = at::native::update_result_type_state(t, state), any = true;
+    } else if (v.isScalar() && plan.args[i].kind == AK::Scalar) {
+      state = at::native::update_result_type_state(v.toScalar(), state);
+      any = true;
+    }
+  }
+  if (!any) return ElemType::F32;
+  return elem_of(at::native::result_type(state));
+}
+
+std::vector<int64_t> int_list(const c10::IValue& v) {
+  std::vector<int64_t> out;
+  if (v.isIntList()) return v.toIntVector();
+  if (v.isBoolList()) {
+    for (bool b : v.toBoolList()) out.push_back(b);
+    return out;
+  }
+  for (const c10::IValue& e : v.toListRef()) out.push_back(e.isSymInt() ? e.toSymInt().expect_int() : e.toInt());
+  return out;
+}
+
+class TableKernel final : public c10::OperatorKernel {
+ public:
+  explicit TableKernel(const ops::Lowering* lowering) : lowering_(lowering) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    std::call_once(planned_, [&] { plan_ = make_plan(op.schema()); });
+    try {
+      run(op, stack);
+    } catch (...) {
+      rethrow_as_torch_error(op.schema().operator_name().name + "." + op.schema().operator_name().overload_name +
+                             " (" + describe_args(op, *stack, plan_.args.size()) + ")");
+    }
+  }
+
+ private:
+  void run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+    const size_t n = plan_.args.size();
+    std::vector<c10::IValue> args(stack->end() - n, stack->end());
+
+    // The device: the first tpu tensor, and every other tpu tensor must agree.
+    int dev = -1;
+    auto see = [&](const at::Tensor& t) {
+      if (!t.defined() || !t.is_privateuseone()) return;
+      int d = device_index(t);
+      if (dev < 0) dev = d;
+      TORCH_CHECK(d == dev, "Expected all tensors to be on the same device, but found at least two devices, tpu:",
+                  dev, " and tpu:", d, "!");
+    };
+    for (const auto& v : args) {
+      if (v.isTensor()) see(v.toTensor());
+      else if (v.isTensorList()) for (const at::Tensor& t : v.toTensorVector()) see(t);
+    }
+    if (dev < 0) dev = current_device();
+    c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(dev)));
+
+    std::string key;
+    key.reserve(96);
+    key += lowering_->name;
+    key += '|';
+    key += op.schema().operator_name().overload_name;
+    key += '|';
+    std::vector<BufferPtr> inputs;
+    int64_t first_numel = -1;
+    bool skip_self = (lowering_->flags & ops::kNoReadSelf) && plan_.variant == Variant::Inplace;
+
+    auto add_tensor = [&](const at::Tensor& t, bool is_self) {
+      if (first_numel < 0) first_numel = t.numel();
+      if (t.is_privateuseone()) {
+        if (is_self && skip_self) {
+          append_tensor_key(key, 'S', t);
+          return;
+        }
+        append_tensor_key(key, 'T', t);
+        inputs.push_back(read(t));
+        return;
+      }
+      TORCH_CHECK(t.dim() == 0,
+                  "Expected all tensors to be on the same device, but found at least two devices, tpu:", dev, " and ",
+                  t.device(), "! (only 0-dim CPU tensors can be mixed with tpu tensors)");
+      append_tensor_key(key, 'c', t);
+      at::Tensor host = t.contiguous();
+      inputs.push_back(runtime::upload(host.data_ptr(), TensorType{elem_of(t.scalar_type()), {}}, dev));
+    };
+
+    for (size_t i = 0; i < n; ++i) {
+      const ArgInfo& info = plan_.args[i];
+      const c10::IValue& v = args[i];
+      if (info.is_out) {
+        key += 'o';
+        if (v.isTensor()) key += static_cast<char>('A' + static_cast<int>(v.toTensor().scalar_type()));
+        continue;
+      }
+      if (v.isNone()) {
+        key += 'n';
+        continue;
+      }
+      switch (info.kind) {
+        case AK::Tensor: {
+          const at::Tensor& t = v.toTensor();
+          if (!t.defined()) {
+            key += 'n';
+            break;
+          }
+          add_tensor(t, i == 0);
+          break;
+        }
+        case AK::TensorList: {
+          auto list = v.toTensorVector();
+          key += 'L';
+          append_int(key, static_cast<int64_t>(list.size()));
+          for (const at::Tensor& t : list) add_tensor(t, false);
+          break;
+        }
+        case AK::OptTensorList: {
+          key += 'P';
+          for (const c10::IValue& e : v.toListRef()) {
+            if (e.isNone()) key += 'n';
+            else add_tensor(e.toTensor(), false);
+          }
+          break;
+        }
+        case AK::Scalar: {
+          at::Scalar s = v.toScalar();
+          if (s.isBoolean()) {
+            key += 'b';
+            bool b = s.toBool();
+            inputs.push_back(runtime::upload(&b, TensorType{ElemType::Pred, {}}, dev));
+          } else if (s.isIntegral(false)) {
+            key += 'i';
+            int64_t x = s.toLong();
+            inputs.push_back(runtime::upload(&x, TensorType{ElemType::S64, {}}, dev));
+          } else {
+            TORCH_CHECK(!s.isComplex(), "torch_tpu: complex scalars are not supported yet");
+            key += 'f';
+            double x = s.toDouble();
+            inputs.push_back(runtime::upload(&x, TensorType{ElemType::F64, {}}, dev));
+          }
+          break;
+        }
+        case AK::ScalarList: {
+          std::vector<double> xs;
+          for (const c10::IValue& e : v.toListRef()) xs.push_back(e.toScalar().toDouble());
+          key += 'l';
+          append_int(key, static_cast<int64_t>(xs.size()));
+          inputs.push_back(runtime::upload(xs.data(), TensorType{ElemType::F64, {(int64_t)xs.size()}}, dev));
+          break;
+        }
+        case AK::Int:
+          key += 'i';
+          append_int(key, v.isSymInt() ? v.toSymInt().expect_int() : v.toInt());
+          break;
+        case AK::IntList:
+          key += '[';
+          for (auto x : int_list(v)) append_int(key, x);
+          key += ']';
+          break;
+        case AK::Double: {
+          double d = v.toDouble();
+          uint64_t bits;
+          std::memcpy(&bits, &d, 8);
+          key += 'd';
+          append_int(key, static_cast<int64_t>(bits));
+          break;
+        }
+        case AK::Bool: key += v.toBool() ? "B1" : "B0"; break;
+        case AK::Str: key += 's' + v.toStringRef() + ';'; break;
+        case AK::DType: key += 't'; append_int(key, v.toInt()); break;
+        case AK::Generator: {
+          std::optional<at::Generator> gen;
+          if (!v.isNone()) gen = v.toGenerator();
+          auto [seed, offset] = next_rng_state(gen, dev, static_cast<uint64_t>(std::max<int64_t>(first_numel, 1)));
+          uint64_t state[2] = {seed, offset};
+          key += 'g';
+          inputs.push_back(runtime::upload(state, TensorType{ElemType::U64, {2}}, dev));
+          break;
+        }
+        case AK::Ignore: key += '_'; break;
+      }
+    }
+    ops::MatmulPrecision precision = current_precision();
+    key += static_cast<char>('0' + static_cast<int>(precision));
+
+    auto compiled = runtime::get_or_compile(key, [&] { return build(op, args, inputs, precision, skip_self); });
+
+    std::vector<pjrt::Buffer*> raw;
+    raw.reserve(inputs.size());
+    for (auto& b : inputs) raw.push_back(b.get());
+    std::vector<BufferPtr> outputs = runtime::execute(*compiled, raw, dev);
+    register_pending(outputs, dev);
+
+    torch::jit::drop(*stack, n);
+    deliver(args, outputs, stack);
+  }
+
+  runtime::BuiltModule build(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                             const std::vector<BufferPtr>& inputs, ops::MatmulPrecision precision, bool skip_self) {
+    std::vector<TensorType> outs = meta_outputs(op, args, plan_);
+    shlo::Builder b;
+    std::vector<ops::Arg> largs(args.size());
+    size_t next_input = 0;
+    auto take = [&]() { return b.arg(inputs.at(next_input++)->type()); };
+    for (size_t i = 0; i < args.size(); ++i) {
+      const ArgInfo& info = plan_.args[i];
+      const c10::IValue& v = args[i];
+      ops::Arg& a = largs[i];
+      if (info.is_out || v.isNone()) continue;
+      switch (info.kind) {
+        case AK::Tensor:
+          if (!v.toTensor().defined() || (i == 0 && skip_self)) break;
+          a.kind = ops::Arg::Tensor;
+          a.values.push_back(take());
+          break;
+        case AK::TensorList:
+          a.kind = ops::Arg::TensorList;
+          for (size_t k = 0; k < v.toTensorVector().size(); ++k) a.values.push_back(take()), a.present.push_back(true);
+          break;
+        case AK::OptTensorList:
+          a.kind = ops::Arg::TensorList;
+          for (const c10::IValue& e : v.toListRef()) {
+            a.present.push_back(!e.isNone());
+            if (!e.isNone()) a.values.push_back(take());
+          }
+          break;
+        case AK::Scalar:
+          a.kind = ops::Arg::Scalar;
+          a.scalar_is_float = v.toScalar().isFloatingPoint();
+          a.values.push_back(take());
+          break;
+        case AK::ScalarList:
+          a.kind = ops::Arg::ScalarList;
+          a.values.push_back(take());
+          break;
+        case AK::Generator:
+          a.kind = ops::Arg::Generator;
+          a.values.push_back(take());
+          break;
+        case AK::Int:
+          a.kind = ops::Arg::Int;
+          a.i = v.isSymInt() ? v.toSymInt().expect_int() : v.toInt();
+          break;
+        case AK::IntList:
+          a.kind = ops::Arg::IntList;
+          a.ints = int_list(v);
+          break;
+        case AK::Double:
+          a.kind = ops::Arg::Double;
+          a.d = v.toDouble();
+          break;
+        case AK::Bool:
+          a.kind = ops::Arg::Bool;
+          a.b = v.toBool();
+          break;
+        case AK::Str:
+          a.kind = ops::Arg::String;
+          a.s = v.toStringRef();
+          break;
+        case AK::DType:
+          a.kind = ops::Arg::DType;
+          a.i = v.toInt();
+          a.dtype = elem_of(static_cast<at::ScalarType>(v.toInt()));
+          break;
+        case AK::Ignore: break;
+      }
+    }
+    ops::LowerCtx ctx{b, largs, outs, common_dtype(args, plan_), precision, {}};
+    std::vector<shlo::Value> results = lowering_->fn(ctx);
+    TORCH_CHECK(results.size() == outs.size(), "torch_tpu internal error: lowering '", lowering_->name, "' returned ",
+                results.size(), " results, expected ", outs.size());
+    for (size_t k = 0; k < results.size(); ++k) {
+      results[k] = b.convert(results[k], outs[k].elem);
+      if (results[k].type.dims != outs[k].dims) {
+        TORCH_CHECK(results[k].type.numel() == outs[k].numel(), "torch_tpu internal error: lowering '",
+                    lowering_->name, "' produced ", results[k].type.str(), ", expected ", outs[k].str());
+        results[k] = b.reshape(results[k], outs[k].dims);
+      }
+    }
+    return runtime::BuiltModule{b.module(results), outs, {}};
+  }
+
+  void deliver(const std::vector<c10::IValue>& args, const std::vector<BufferPtr>& outputs, torch::jit::Stack* stack) {
+    if (plan_.variant == Variant::Functional) {
+      std::vector<at::Tensor> ts;
+      for (const auto& o : outputs) ts.push_back(wrap(o, scalar_type_of(o->type().elem)));
+      if (plan_.returns_list) {
+        stack->emplace_back(ts);
+      } else {
+        for (auto& t : ts) stack->emplace_back(std::move(t));
+      }
+      return;
+    }
+    size_t k = 0;
+    std::vector<c10::IValue> written;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!plan_.args[i].is_mutated) continue;
+      const c10::IValue& v = args[i];
+      std::vector<at::Tensor> targets = v.isTensor() ? std::vector<at::Tensor>{v.toTensor()} : v.toTensorVector();
+      for (const at::Tensor& t : targets) store(t, outputs.at(k++));
+      written.push_back(v);
+    }
+    if (plan_.num_returns == 0) return;
+    for (auto& w : written) stack->push_back(w);
+  }
+
+  static void store(const at::Tensor& target, const BufferPtr& value) {
+    const TensorType& vt = value->type();
+    if (!target.sizes().equals(vt.dims)) at::native::resize_output(target, vt.dims);
+    if (target.numel() == 0) return;
+    if (elem_of(target.scalar_type()) == vt.elem) {
+      write(target, value);
+    } else {
+      write(target, runtime::convert_broadcast(value, type_of(target), value->device()));
+    }
+  }
+
+  const ops::Lowering* lowering_;
+  std::once_flag planned_;
+  OpPlan plan_;
+};
+
+// ---------------------------------------------------------------------------
+// Fallback for every op without a lowering.
+
+bool cpu_fallback_enabled() {
+  static bool enabled = [] {
+    const char* v = std::getenv("TORCH_TPU_CPU_FALLBACK");
+    return v && std::string(v) == "1";
+  }();
+  return enabled;
+}
+
+void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& name = op.schema().operator_name();
+  std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  if (cpu_fallback_enabled()) {
+    static std::mutex mu;
+    static std::unordered_set<std::string> warned;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (warned.insert(full).second)
+        TORCH_WARN("torch_tpu: ", full, " has no 'tpu' lowering yet; running it on CPU (TORCH_TPU_CPU_FALLBACK=1)");
+    }
+    at::native::cpu_fallback(op, stack);
+    return;
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: operator '", full, "' (",
+                              describe_args(op, *stack, op.schema().arguments().size()),
+                              ") is not implemented for 'tpu' yet; set TORCH_TPU_CPU_FALLBACK=1 to run it on CPU");
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>()); }
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", at::native::as_strided_tensorimpl);
+  m.impl("view", at::native::view);
+  m.impl("_reshape_alias", at::native::_reshape_alias);
+  m.impl("unfold", at::native::unfold);
+  m.impl("resize_", resize_);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_", set_empty);
+  m.impl("copy_", copy_);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const auto& lowering : ops::lowering_table()) {
+    for (const char* name : lowering.aten_ops) {
+      std::string full(name);
+      auto dot = full.find('.');
+      std::string base = "aten::" + full.substr(0, dot);
+      std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
+      if (!dispatcher.findSchema({base, overload}).has_value()) continue;  // not in this torch version
+      m.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<TableKernel>(&lowering)));
+    }
+  }
+}
+
+}  // namespace ttpu::aten

@@ -1,0 +1,220 @@
+// Shared pieces of the lowering layer: argument accessors, type helpers,
+// strided-view gather/scatter, and the assembled table.
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "ops/lowering.h"
+
+namespace ttpu::ops {
+
+static const Arg& arg_at(const std::vector<Arg>& args, size_t i) {
+  if (i >= args.size()) throw std::runtime_error("lowering: argument index out of range");
+  return args[i];
+}
+
+const Value& LowerCtx::t(size_t i) const {
+  const Arg& a = arg_at(args, i);
+  if ((a.kind != Arg::Tensor && a.kind != Arg::Scalar) || a.values.empty())
+    throw std::runtime_error("lowering: argument " + std::to_string(i) + " is not a tensor");
+  return a.values[0];
+}
+
+bool LowerCtx::has(size_t i) const { return i < args.size() && args[i].kind != Arg::None; }
+
+const std::vector<Value>& LowerCtx::list(size_t i) const { return arg_at(args, i).values; }
+
+Value LowerCtx::scalar(size_t i, ElemType as) const { return to_type(b, t(i), as); }
+
+Value LowerCtx::scalar_like(size_t i, const Value& like) const {
+  return broadcast_convert(b, t(i), like.type);
+}
+
+int64_t LowerCtx::i(size_t k) const { return arg_at(args, k).i; }
+double LowerCtx::d(size_t k) const { return arg_at(args, k).d; }
+bool LowerCtx::flag(size_t k) const { return arg_at(args, k).b; }
+const std::vector<int64_t>& LowerCtx::ints(size_t k) const { return arg_at(args, k).ints; }
+const std::string& LowerCtx::str(size_t k) const { return arg_at(args, k).s; }
+
+Value to_type(Builder& b, const Value& v, ElemType t) { return b.convert(v, t); }
+
+Value broadcast_convert(Builder& b, const Value& v, const TensorType& to) {
+  return b.broadcast_to(b.convert(v, to.elem), to.dims);
+}
+
+int64_t wrap_dim(int64_t dim, int64_t rank) {
+  int64_t r = rank == 0 ? 1 : rank;
+  if (dim < -r || dim >= r)
+    throw std::runtime_error("Dimension out of range (expected to be in range of [" + std::to_string(-r) + ", " +
+                             std::to_string(r - 1) + "], but got " + std::to_string(dim) + ")");
+  return dim < 0 ? dim + r : dim;
+}
+
+std::vector<int64_t> wrap_dims(const std::vector<int64_t>& dims, int64_t rank) {
+  std::vector<int64_t> out;
+  if (dims.empty()) {
+    for (int64_t i = 0; i < rank; ++i) out.push_back(i);
+    return out;
+  }
+  for (auto d : dims) {
+    int64_t w = wrap_dim(d, rank);
+    if (rank == 0) continue;  // reducing a scalar over dim 0/-1 is a no-op
+    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+ElemType accumulate_type(ElemType t) {
+  if (t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F8E4M3FN || t == ElemType::F8E5M2)
+    return ElemType::F32;
+  return t;
+}
+
+shlo::Precision to_shlo(MatmulPrecision p) {
+  switch (p) {
+    case MatmulPrecision::Highest: return shlo::Precision::Highest;
+    case MatmulPrecision::High: return shlo::Precision::High;
+    case MatmulPrecision::Medium: return shlo::Precision::Default;
+  }
+  return shlo::Precision::Highest;
+}
+
+// ---------------------------------------------------------------------------
+// Views
+
+bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t expected = 1;
+  for (int i = static_cast<int>(sizes.size()) - 1; i >= 0; --i) {
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+Value reinterpret_flat(Builder& b, const Value& flat, ElemType to) {
+  ElemType from = flat.type.elem;
+  if (from == to) return flat;
+  int64_t n = flat.type.dims.at(0);
+  Value bytes = flat;
+  if (from == ElemType::Pred) {
+    bytes = b.convert(flat, ElemType::U8);
+  } else if (shlo::byte_size(from) == 1) {
+    bytes = b.bitcast(flat, TensorType{ElemType::U8, {n}});
+  } else {
+    int64_t k = shlo::byte_size(from);
+    bytes = b.reshape(b.bitcast(flat, TensorType{ElemType::U8, {n, k}}), {n * k});
+  }
+  int64_t total = bytes.type.dims[0];
+  if (to == ElemType::U8) return bytes;
+  if (to == ElemType::Pred) return b.convert(bytes, ElemType::Pred);
+  int64_t k = shlo::byte_size(to);
+  if (k == 1) return b.bitcast(bytes, TensorType{to, {total}});
+  if (total % k != 0) throw std::runtime_error("view(dtype): storage size is not a multiple of the element size");
+  return b.bitcast(b.reshape(bytes, {total / k, k}), TensorType{to, {total / k}});
+}
+
+static int64_t numel_of(const std::vector<int64_t>& sizes) {
+  return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+// Element index of every view element in the flat base, as an s64 tensor.
+static Value view_indices(Builder& b, const ViewSpec& v) {
+  TensorType it{ElemType::S64, v.sizes};
+  Value idx = b.constant_int(v.offset, ElemType::S64, v.sizes);
+  for (size_t d = 0; d < v.sizes.size(); ++d) {
+    if (v.sizes[d] == 1 || v.strides[d] == 0) continue;
+    Value io = b.iota(it, static_cast<int64_t>(d));
+    idx = b.add(idx, b.mul(io, b.constant_int(v.strides[d], ElemType::S64, v.sizes)));
+  }
+  return idx;
+}
+
+// A view whose non-broadcast dims form a dense block in some order: the
+// common transpose/permute/expand case, read with slice+transpose+broadcast.
+struct PermutedBlock {
+  std::vector<int64_t> order;  // original dim numbers sorted by stride (outermost first)
+  std::vector<int64_t> block_sizes;
+  int64_t numel = 1;
+};
+static bool as_permuted_block(const ViewSpec& v, PermutedBlock& p) {
+  for (size_t d = 0; d < v.sizes.size(); ++d) {
+    if (v.sizes[d] == 1 || v.strides[d] == 0) continue;
+    if (v.strides[d] < 0) return false;
+    p.order.push_back(static_cast<int64_t>(d));
+  }
+  std::stable_sort(p.order.begin(), p.order.end(),
+                   [&](int64_t a, int64_t c) { return v.strides[a] > v.strides[c]; });
+  int64_t expected = 1;
+  for (int i = static_cast<int>(p.order.size()) - 1; i >= 0; --i) {
+    if (v.strides[p.order[i]] != expected) return false;
+    expected *= v.sizes[p.order[i]];
+  }
+  for (auto d : p.order) p.block_sizes.push_back(v.sizes[d]);
+  p.numel = expected;
+  return true;
+}
+
+Value gather_view(Builder& b, const Value& base, const ViewSpec& v) {
+  Value flat = b.reshape(base, {base.type.numel()});
+  flat = reinterpret_flat(b, flat, v.elem);
+  int64_t n = numel_of(v.sizes);
+  if (n == 0) return b.constant(0, v.elem, v.sizes);
+  PermutedBlock p;
+  if (as_permuted_block(v, p)) {
+    Value block = b.slice(flat, {v.offset}, {v.offset + p.numel}, {1});
+    block = b.reshape(block, p.block_sizes);
+    // Transpose the block into increasing original-dim order, then broadcast.
+    std::vector<int64_t> sorted = p.order;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int64_t> perm;
+    for (auto d : sorted) perm.push_back(std::find(p.order.begin(), p.order.end(), d) - p.order.begin());
+    block = b.transpose(block, perm);
+    return b.broadcast_in_dim(block, v.sizes, sorted);
+  }
+  return b.gather_flat(flat, view_indices(b, v));
+}
+
+Value scatter_view(Builder& b, const Value& base, const Value& value, const ViewSpec& v) {
+  Value flat = b.reshape(base, {base.type.numel()});
+  flat = reinterpret_flat(b, flat, v.elem);
+  int64_t n = numel_of(v.sizes);
+  if (n == 0) return flat;
+  Value val = b.broadcast_to(b.convert(value, v.elem), v.sizes);
+  PermutedBlock p;
+  bool no_broadcast = true;
+  for (size_t d = 0; d < v.sizes.size(); ++d) no_broadcast = no_broadcast && !(v.strides[d] == 0 && v.sizes[d] > 1);
+  if (no_broadcast && as_permuted_block(v, p)) {
+    std::vector<int64_t> squeezed_dims;  // dims of `val` without size-1 dims, in original order
+    std::vector<int64_t> kept;
+    for (size_t d = 0; d < v.sizes.size(); ++d)
+      if (v.sizes[d] != 1) kept.push_back(static_cast<int64_t>(d));
+    for (auto d : kept) squeezed_dims.push_back(v.sizes[d]);
+    Value sq = b.reshape(val, squeezed_dims);
+    std::vector<int64_t> perm;
+    for (auto d : p.order) perm.push_back(std::find(kept.begin(), kept.end(), d) - kept.begin());
+    Value block = b.reshape(b.transpose(sq, perm), {p.numel});
+    return b.dynamic_update_slice(flat, block, {v.offset});
+  }
+  return b.scatter_flat(flat, view_indices(b, v), val);
+}
+
+// ---------------------------------------------------------------------------
+
+const std::vector<Lowering>& lowering_table() {
+  static const std::vector<Lowering> table = [] {
+    std::vector<Lowering> t;
+    append_elementwise(t);
+    append_reductions(t);
+    append_matmul(t);
+    append_nn(t);
+    append_creation(t);
+    append_shape(t);
+    append_random(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace ttpu::ops

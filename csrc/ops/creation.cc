@@ -1,0 +1,58 @@
+// Tensor creation and filling: fill_, zero_, arange, linspace.
+// Start/end/step are runtime scalars, so a new range reuses the executable.
+#include "ops/lowering.h"
+
+namespace ttpu::ops {
+
+namespace {
+
+std::vector<Value> fill(LowerCtx& c) {
+  return {broadcast_convert(c.b, c.t(1), c.out())};
+}
+
+std::vector<Value> zero(LowerCtx& c) { return {c.b.constant(0, c.out().elem, c.out().dims)}; }
+
+ElemType range_compute(ElemType out) { return shlo::is_float(out) ? ElemType::F64 : ElemType::S64; }
+
+std::vector<Value> arange(LowerCtx& c) {
+  // arange.start_out(start, end, step, out): value[i] = start + i * step
+  Builder& b = c.b;
+  ElemType ct = range_compute(c.out().elem);
+  int64_t n = c.out().numel();
+  Value i = b.iota(TensorType{ct, {n}}, 0);
+  Value start = c.scalar(0, ct), step = c.scalar(2, ct);
+  Value r = b.add(b.broadcast_in_dim(start, {n}, {}), b.mul(i, b.broadcast_in_dim(step, {n}, {})));
+  return {b.convert(r, c.out().elem)};
+}
+
+std::vector<Value> linspace(LowerCtx& c) {
+  // linspace.out(start, end, steps, out). PyTorch fills the first half from
+  // start and the second half backwards from end; we do the same.
+  Builder& b = c.b;
+  int64_t n = c.out().numel();
+  ElemType ct = range_compute(c.out().elem);
+  if (shlo::is_integral(c.out().elem)) ct = ElemType::F64;
+  if (n == 0) return {b.constant(0, c.out().elem, {0})};
+  Value start = b.broadcast_in_dim(c.scalar(0, ct), {n}, {});
+  Value end = b.broadcast_in_dim(c.scalar(1, ct), {n}, {});
+  if (n == 1) return {b.convert(start, c.out().elem)};
+  Value step = b.div(b.sub(end, start), b.constant(static_cast<double>(n - 1), ct, {n}));
+  Value i = b.iota(TensorType{ct, {n}}, 0);
+  Value from_start = b.add(start, b.mul(i, step));
+  Value from_end = b.sub(end, b.mul(b.sub(b.constant(static_cast<double>(n - 1), ct, {n}), i), step));
+  Value half = b.constant(static_cast<double>(n / 2), ct, {n});
+  Value r = b.select(b.compare(shlo::Compare::LT, i, half), from_start, from_end);
+  if (shlo::is_integral(c.out().elem)) r = b.unary("floor", r);
+  return {b.convert(r, c.out().elem)};
+}
+
+}  // namespace
+
+void append_creation(std::vector<Lowering>& t) {
+  t.push_back({"fill", fill, {"fill_.Scalar", "fill_.Tensor", "fill.Scalar", "fill.Tensor"}, kNoReadSelf});
+  t.push_back({"zero", zero, {"zero_", "zero"}, kNoReadSelf});
+  t.push_back({"arange", arange, {"arange.start_out"}});
+  t.push_back({"linspace", linspace, {"linspace.out"}});
+}
+
+}  // namespace ttpu::ops

@@ -1,0 +1,403 @@
+// Elementwise lowerings: arithmetic, unary math, comparisons, activations
+// and their backwards. Output shape and dtype come from PyTorch's meta
+// functions (ctx.out()), so broadcasting and type promotion match CPU.
+#include <cmath>
+#include <stdexcept>
+
+#include "ops/lowering.h"
+
+namespace ttpu::ops {
+
+namespace {
+
+using shlo::Compare;
+
+// Input i converted to `compute` and broadcast to the output shape.
+Value in(LowerCtx& c, size_t i, ElemType compute) {
+  TensorType t{compute, c.out().dims};
+  return broadcast_convert(c.b, c.t(i), t);
+}
+
+Value cst(LowerCtx& c, double v, const Value& like) { return c.b.constant(v, like.type.elem, like.type.dims); }
+
+// Float math on integer inputs happens in the (float) output type; reduced
+// precision floats compute in f32 like PyTorch's CPU kernels.
+ElemType float_compute(LowerCtx& c) { return accumulate_type(c.out().elem); }
+
+std::vector<Value> finish(LowerCtx& c, const Value& v) { return {c.b.convert(v, c.out().elem)}; }
+
+std::vector<Value> unary(LowerCtx& c, const char* op) {
+  Value x = in(c, 0, float_compute(c));
+  return finish(c, c.b.unary(op, x));
+}
+
+// Same-type unary (abs, neg): integers stay integers.
+std::vector<Value> unary_same(LowerCtx& c, const char* op) {
+  Value x = in(c, 0, accumulate_type(c.out().elem));
+  return finish(c, c.b.unary(op, x));
+}
+
+Value alpha_times(LowerCtx& c, size_t alpha_arg, const Value& v) {
+  if (!c.has(alpha_arg)) return v;
+  return c.b.mul(v, c.scalar_like(alpha_arg, v));
+}
+
+std::vector<Value> add_like(LowerCtx& c, const char* op) {
+  ElemType ct = accumulate_type(c.out().elem);
+  if (ct == ElemType::Pred) {  // bool + bool is logical or
+    Value a = in(c, 0, ct), b = in(c, 1, ct);
+    return finish(c, c.b.binary("or", a, b));
+  }
+  Value a = in(c, 0, ct), b = in(c, 1, ct);
+  return finish(c, c.b.binary(op, a, alpha_times(c, 2, b)));
+}
+
+std::vector<Value> binary(LowerCtx& c, const char* op) {
+  ElemType ct = accumulate_type(c.out().elem);
+  return finish(c, c.b.binary(op, in(c, 0, ct), in(c, 1, ct)));
+}
+
+Value floor_div_int(Builder& b, const Value& a, const Value& d) {
+  // Python floor division for integers: truncate, then step down when the signs differ.
+  Value q = b.div(a, d);
+  Value r = b.binary("remainder", a, d);
+  Value zero = b.constant(0, a.type.elem, a.type.dims);
+  Value nonzero = b.compare(Compare::NE, r, zero);
+  Value sign_differs = b.compare(Compare::NE, b.compare(Compare::LT, r, zero), b.compare(Compare::LT, d, zero));
+  Value adjust = b.binary("and", nonzero, sign_differs);
+  return b.select(adjust, b.sub(q, b.constant(1, a.type.elem, a.type.dims)), q);
+}
+
+std::vector<Value> div(LowerCtx& c) {
+  std::string mode = c.has(2) ? c.str(2) : "";
+  ElemType out = c.out().elem;
+  if (mode.empty() || shlo::is_float(out)) {
+    ElemType ct = accumulate_type(out);
+    Value q = c.b.div(in(c, 0, ct), in(c, 1, ct));
+    if (mode == "trunc") {
+      Value x = c.b.div(in(c, 0, ct), in(c, 1, ct));
+      q = c.b.mul(c.b.unary("sign", x), c.b.unary("floor", c.b.unary("abs", x)));
+    } else if (mode == "floor") {
+      q = c.b.unary("floor", c.b.div(in(c, 0, ct), in(c, 1, ct)));
+    }
+    return finish(c, q);
+  }
+  Value a = in(c, 0, out), d = in(c, 1, out);
+  if (mode == "trunc") return {c.b.div(a, d)};
+  return {floor_div_int(c.b, a, d)};
+}
+
+Value powv(Builder& b, const Value& x, const Value& y) { return b.binary("power", x, y); }
+
+std::vector<Value> pow_tt(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  return finish(c, powv(c.b, in(c, 0, ct), in(c, 1, ct)));
+}
+
+std::vector<Value> compare(LowerCtx& c, Compare dir) {
+  ElemType ct = c.common;
+  if (ct == ElemType::F16 || ct == ElemType::BF16) ct = ElemType::F32;
+  Value a = in(c, 0, ct), b = in(c, 1, ct);
+  return finish(c, c.b.compare(dir, a, b));
+}
+
+std::vector<Value> logical(LowerCtx& c, const char* op) {
+  Value a = in(c, 0, ElemType::Pred), b = in(c, 1, ElemType::Pred);
+  return finish(c, c.b.binary(op, a, b));
+}
+
+std::vector<Value> bitwise(LowerCtx& c, const char* op) {
+  ElemType ct = c.out().elem;
+  return {c.b.binary(op, in(c, 0, ct), in(c, 1, ct))};
+}
+
+Value sigmoid(Builder& b, const Value& x) { return b.unary("logistic", x); }
+
+Value erf(Builder& b, const Value& x) { return b.op("chlo.erf", {x}, x.type); }
+
+Value gelu(Builder& b, const Value& x, bool tanh_approx) {
+  Value half = b.constant(0.5, x.type.elem, x.type.dims);
+  Value one = b.constant(1.0, x.type.elem, x.type.dims);
+  if (tanh_approx) {
+    Value k = b.constant(std::sqrt(2.0 / M_PI), x.type.elem, x.type.dims);
+    Value c3 = b.constant(0.044715, x.type.elem, x.type.dims);
+    Value x3 = b.mul(b.mul(x, x), x);
+    Value inner = b.mul(k, b.add(x, b.mul(c3, x3)));
+    return b.mul(b.mul(half, x), b.add(one, b.unary("tanh", inner)));
+  }
+  Value r2 = b.constant(M_SQRT1_2, x.type.elem, x.type.dims);
+  return b.mul(b.mul(half, x), b.add(one, erf(b, b.mul(x, r2))));
+}
+
+std::vector<Value> gelu_fwd(LowerCtx& c) {
+  Value x = in(c, 0, float_compute(c));
+  return finish(c, gelu(c.b, x, c.has(1) && c.str(1) == "tanh"));
+}
+
+std::vector<Value> gelu_bwd(LowerCtx& c) {
+  Builder& b = c.b;
+  ElemType ct = float_compute(c);
+  Value g = in(c, 0, ct), x = in(c, 1, ct);
+  Value half = cst(c, 0.5, x), one = cst(c, 1.0, x);
+  Value d;
+  if (c.has(2) && c.str(2) == "tanh") {
+    Value k = cst(c, std::sqrt(2.0 / M_PI), x), c3 = cst(c, 0.044715, x);
+    Value x2 = b.mul(x, x);
+    Value inner = b.mul(k, b.add(x, b.mul(c3, b.mul(x2, x))));
+    Value t = b.unary("tanh", inner);
+    Value dinner = b.mul(k, b.add(one, b.mul(cst(c, 3 * 0.044715, x), x2)));
+    d = b.add(b.mul(half, b.add(one, t)), b.mul(b.mul(half, x), b.mul(b.sub(one, b.mul(t, t)), dinner)));
+  } else {
+    Value cdf = b.mul(half, b.add(one, erf(b, b.mul(x, cst(c, M_SQRT1_2, x)))));
+    Value pdf = b.mul(b.unary("exponential", b.mul(cst(c, -0.5, x), b.mul(x, x))), cst(c, 0.5 * M_2_SQRTPI * M_SQRT1_2, x));
+    d = b.add(cdf, b.mul(x, pdf));
+  }
+  return finish(c, b.mul(g, d));
+}
+
+std::vector<Value> silu_fwd(LowerCtx& c) {
+  Value x = in(c, 0, float_compute(c));
+  return finish(c, c.b.mul(x, sigmoid(c.b, x)));
+}
+
+std::vector<Value> silu_bwd(LowerCtx& c) {
+  Builder& b = c.b;
+  ElemType ct = float_compute(c);
+  Value g = in(c, 0, ct), x = in(c, 1, ct);
+  Value s = sigmoid(b, x), one = cst(c, 1.0, x);
+  return finish(c, b.mul(g, b.mul(s, b.add(one, b.mul(x, b.sub(one, s))))));
+}
+
+std::vector<Value> relu(LowerCtx& c) {
+  Value x = in(c, 0, accumulate_type(c.out().elem));
+  return finish(c, c.b.max(x, cst(c, 0, x)));
+}
+
+std::vector<Value> threshold(LowerCtx& c) {
+  // threshold(self, threshold, value): x <= threshold ? value : x
+  ElemType ct = accumulate_type(c.out().elem);
+  Value x = in(c, 0, ct);
+  Value th = c.scalar_like(1, x), v = c.scalar_like(2, x);
+  return finish(c, c.b.select(c.b.compare(Compare::LE, x, th), v, x));
+}
+
+std::vector<Value> threshold_bwd(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value g = in(c, 0, ct), x = in(c, 1, ct);
+  Value th = c.scalar_like(2, x);
+  return finish(c, c.b.select(c.b.compare(Compare::LE, x, th), cst(c, 0, g), g));
+}
+
+std::vector<Value> sigmoid_fwd(LowerCtx& c) { return finish(c, sigmoid(c.b, in(c, 0, float_compute(c)))); }
+
+std::vector<Value> sigmoid_bwd(LowerCtx& c) {
+  ElemType ct = float_compute(c);
+  Value g = in(c, 0, ct), y = in(c, 1, ct);
+  return finish(c, c.b.mul(g, c.b.mul(y, c.b.sub(cst(c, 1, y), y))));
+}
+
+std::vector<Value> tanh_bwd(LowerCtx& c) {
+  ElemType ct = float_compute(c);
+  Value g = in(c, 0, ct), y = in(c, 1, ct);
+  return finish(c, c.b.mul(g, c.b.sub(cst(c, 1, y), c.b.mul(y, y))));
+}
+
+std::vector<Value> clamp(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value x = in(c, 0, ct);
+  if (c.has(1)) x = c.b.max(x, broadcast_convert(c.b, c.t(1), x.type));
+  if (c.has(2)) x = c.b.min(x, broadcast_convert(c.b, c.t(2), x.type));
+  return finish(c, x);
+}
+
+std::vector<Value> clamp_min(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value x = in(c, 0, ct);
+  return finish(c, c.b.max(x, broadcast_convert(c.b, c.t(1), x.type)));
+}
+
+std::vector<Value> clamp_max(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value x = in(c, 0, ct);
+  return finish(c, c.b.min(x, broadcast_convert(c.b, c.t(1), x.type)));
+}
+
+std::vector<Value> where(LowerCtx& c) {
+  Value cond = in(c, 0, ElemType::Pred);
+  ElemType ct = c.out().elem;
+  return {c.b.select(cond, in(c, 1, ct), in(c, 2, ct))};
+}
+
+std::vector<Value> addcmul(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value s = in(c, 0, ct), a = in(c, 1, ct), b = in(c, 2, ct);
+  return finish(c, c.b.add(s, c.b.mul(c.scalar_like(3, s), c.b.mul(a, b))));
+}
+
+std::vector<Value> addcdiv(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value s = in(c, 0, ct), a = in(c, 1, ct), b = in(c, 2, ct);
+  return finish(c, c.b.add(s, c.b.mul(c.scalar_like(3, s), c.b.div(a, b))));
+}
+
+std::vector<Value> lerp(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value s = in(c, 0, ct), e = in(c, 1, ct);
+  Value w = broadcast_convert(c.b, c.t(2), s.type);
+  return finish(c, c.b.add(s, c.b.mul(w, c.b.sub(e, s))));
+}
+
+std::vector<Value> masked_fill(LowerCtx& c) {
+  ElemType ct = c.out().elem;
+  Value x = in(c, 0, ct);
+  Value m = in(c, 1, ElemType::Pred);
+  return {c.b.select(m, broadcast_convert(c.b, c.t(2), x.type), x)};
+}
+
+std::vector<Value> leaky_relu(LowerCtx& c) {
+  ElemType ct = float_compute(c);
+  Value x = in(c, 0, ct);
+  Value slope = c.scalar_like(1, x);
+  return finish(c, c.b.select(c.b.compare(Compare::GT, x, cst(c, 0, x)), x, c.b.mul(x, slope)));
+}
+
+std::vector<Value> sign(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  if (ct == ElemType::Pred) return {in(c, 0, ct)};
+  return finish(c, c.b.unary("sign", in(c, 0, ct)));
+}
+
+std::vector<Value> logical_not(LowerCtx& c) {
+  return finish(c, c.b.unary("not", in(c, 0, ElemType::Pred)));
+}
+
+std::vector<Value> bitwise_not(LowerCtx& c) { return {c.b.unary("not", in(c, 0, c.out().elem))}; }
+
+std::vector<Value> isnan(LowerCtx& c) {
+  Value x = c.t(0);
+  if (!shlo::is_float(x.type.elem)) return {c.b.constant(0, ElemType::Pred, c.out().dims)};
+  return {c.b.compare(Compare::NE, x, x)};
+}
+
+std::vector<Value> reciprocal(LowerCtx& c) {
+  Value x = in(c, 0, float_compute(c));
+  return finish(c, c.b.div(cst(c, 1, x), x));
+}
+
+std::vector<Value> square_like_pow_scalar(LowerCtx& c) {
+  // pow.Tensor_Scalar(self, exponent)
+  ElemType ct = accumulate_type(c.out().elem);
+  Value x = in(c, 0, ct);
+  Value e = c.scalar_like(1, x);
+  return finish(c, powv(c.b, x, e));
+}
+
+std::vector<Value> pow_scalar_base(LowerCtx& c) {
+  // pow.Scalar(self: Scalar, exponent: Tensor)
+  ElemType ct = accumulate_type(c.out().elem);
+  Value e = in(c, 1, ct);
+  Value base = c.scalar_like(0, e);
+  return finish(c, powv(c.b, base, e));
+}
+
+std::vector<Value> rsub(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value a = in(c, 0, ct), b = in(c, 1, ct);
+  return finish(c, c.b.sub(b, alpha_times(c, 2, a)));
+}
+
+std::vector<Value> fmod(LowerCtx& c) { return binary(c, "remainder"); }
+
+std::vector<Value> remainder(LowerCtx& c) {
+  // Python modulo: result has the sign of the divisor.
+  ElemType ct = accumulate_type(c.out().elem);
+  Value a = in(c, 0, ct), d = in(c, 1, ct);
+  Builder& b = c.b;
+  Value r = b.binary("remainder", a, d);
+  Value zero = cst(c, 0, r);
+  Value fix = b.binary("and", b.compare(Compare::NE, r, zero),
+                       b.compare(Compare::NE, b.compare(Compare::LT, r, zero), b.compare(Compare::LT, d, zero)));
+  return finish(c, b.select(fix, b.add(r, d), r));
+}
+
+}  // namespace
+
+void append_elementwise(std::vector<Lowering>& t) {
+  t.push_back({"add", [](LowerCtx& c) { return add_like(c, "add"); }, {"add.Tensor", "add_.Tensor", "add.out"}});
+  t.push_back({"sub", [](LowerCtx& c) { return add_like(c, "subtract"); }, {"sub.Tensor", "sub_.Tensor", "sub.out"}});
+  t.push_back({"rsub", rsub, {"rsub.Tensor"}});
+  t.push_back({"mul", [](LowerCtx& c) {
+                 if (c.out().elem == ElemType::Pred) return logical(c, "and");
+                 return binary(c, "multiply");
+               },
+               {"mul.Tensor", "mul_.Tensor", "mul.out"}});
+  t.push_back({"div", div, {"div.Tensor", "div_.Tensor", "div.out", "div.Tensor_mode", "div_.Tensor_mode", "div.out_mode"}});
+  t.push_back({"maximum", [](LowerCtx& c) { return binary(c, "maximum"); }, {"maximum", "maximum.out"}});
+  t.push_back({"minimum", [](LowerCtx& c) { return binary(c, "minimum"); }, {"minimum", "minimum.out"}});
+  t.push_back({"pow", pow_tt, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"}});
+  t.push_back({"pow_scalar", square_like_pow_scalar, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out"}});
+  t.push_back({"pow_scalar_base", pow_scalar_base, {"pow.Scalar", "pow.Scalar_out"}});
+  t.push_back({"fmod", fmod, {"fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out"}});
+  t.push_back({"remainder", remainder, {"remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out"}});
+  t.push_back({"atan2", [](LowerCtx& c) { return binary(c, "atan2"); }, {"atan2", "atan2_", "atan2.out"}});
+
+  t.push_back({"eq", [](LowerCtx& c) { return compare(c, Compare::EQ); }, {"eq.Tensor", "eq.Scalar", "eq.Tensor_out", "eq.Scalar_out", "eq_.Tensor", "eq_.Scalar"}});
+  t.push_back({"ne", [](LowerCtx& c) { return compare(c, Compare::NE); }, {"ne.Tensor", "ne.Scalar", "ne.Tensor_out", "ne.Scalar_out", "ne_.Tensor", "ne_.Scalar"}});
+  t.push_back({"lt", [](LowerCtx& c) { return compare(c, Compare::LT); }, {"lt.Tensor", "lt.Scalar", "lt.Tensor_out", "lt.Scalar_out", "lt_.Tensor", "lt_.Scalar"}});
+  t.push_back({"le", [](LowerCtx& c) { return compare(c, Compare::LE); }, {"le.Tensor", "le.Scalar", "le.Tensor_out", "le.Scalar_out", "le_.Tensor", "le_.Scalar"}});
+  t.push_back({"gt", [](LowerCtx& c) { return compare(c, Compare::GT); }, {"gt.Tensor", "gt.Scalar", "gt.Tensor_out", "gt.Scalar_out", "gt_.Tensor", "gt_.Scalar"}});
+  t.push_back({"ge", [](LowerCtx& c) { return compare(c, Compare::GE); }, {"ge.Tensor", "ge.Scalar", "ge.Tensor_out", "ge.Scalar_out", "ge_.Tensor", "ge_.Scalar"}});
+  t.push_back({"logical_and", [](LowerCtx& c) { return logical(c, "and"); }, {"logical_and", "logical_and.out", "logical_and_"}});
+  t.push_back({"logical_or", [](LowerCtx& c) { return logical(c, "or"); }, {"logical_or", "logical_or.out", "logical_or_"}});
+  t.push_back({"logical_xor", [](LowerCtx& c) { return logical(c, "xor"); }, {"logical_xor", "logical_xor.out", "logical_xor_"}});
+  t.push_back({"logical_not", logical_not, {"logical_not", "logical_not.out", "logical_not_"}});
+  t.push_back({"bitwise_and", [](LowerCtx& c) { return bitwise(c, "and"); }, {"bitwise_and.Tensor", "bitwise_and.Tensor_out", "bitwise_and_.Tensor"}});
+  t.push_back({"bitwise_or", [](LowerCtx& c) { return bitwise(c, "or"); }, {"bitwise_or.Tensor", "bitwise_or.Tensor_out", "bitwise_or_.Tensor"}});
+  t.push_back({"bitwise_xor", [](LowerCtx& c) { return bitwise(c, "xor"); }, {"bitwise_xor.Tensor", "bitwise_xor.Tensor_out", "bitwise_xor_.Tensor"}});
+  t.push_back({"bitwise_not", bitwise_not, {"bitwise_not", "bitwise_not.out", "bitwise_not_"}});
+  t.push_back({"where", where, {"where.self", "where.self_out"}});
+
+  // Unary math: float results (integer inputs promote, as on CPU).
+  t.push_back({"exp", [](LowerCtx& c) { return unary(c, "exponential"); }, {"exp", "exp_", "exp.out"}});
+  t.push_back({"expm1", [](LowerCtx& c) { return unary(c, "exponential_minus_one"); }, {"expm1", "expm1_", "expm1.out"}});
+  t.push_back({"log", [](LowerCtx& c) { return unary(c, "log"); }, {"log", "log_", "log.out"}});
+  t.push_back({"log1p", [](LowerCtx& c) { return unary(c, "log_plus_one"); }, {"log1p", "log1p_", "log1p.out"}});
+  t.push_back({"sqrt", [](LowerCtx& c) { return unary(c, "sqrt"); }, {"sqrt", "sqrt_", "sqrt.out"}});
+  t.push_back({"rsqrt", [](LowerCtx& c) { return unary(c, "rsqrt"); }, {"rsqrt", "rsqrt_", "rsqrt.out"}});
+  t.push_back({"tanh", [](LowerCtx& c) { return unary(c, "tanh"); }, {"tanh", "tanh_", "tanh.out"}});
+  t.push_back({"sin", [](LowerCtx& c) { return unary(c, "sine"); }, {"sin", "sin_", "sin.out"}});
+  t.push_back({"cos", [](LowerCtx& c) { return unary(c, "cosine"); }, {"cos", "cos_", "cos.out"}});
+  t.push_back({"erf", [](LowerCtx& c) { return finish(c, erf(c.b, in(c, 0, float_compute(c)))); }, {"erf", "erf_", "erf.out"}});
+  t.push_back({"sigmoid", sigmoid_fwd, {"sigmoid", "sigmoid_", "sigmoid.out"}});
+  t.push_back({"reciprocal", reciprocal, {"reciprocal", "reciprocal_", "reciprocal.out"}});
+  t.push_back({"floor", [](LowerCtx& c) { return unary_same(c, "floor"); }, {"floor", "floor_", "floor.out"}});
+  t.push_back({"ceil", [](LowerCtx& c) { return unary_same(c, "ceil"); }, {"ceil", "ceil_", "ceil.out"}});
+  t.push_back({"round", [](LowerCtx& c) { return unary_same(c, "round_nearest_even"); }, {"round", "round_", "round.out"}});
+  t.push_back({"neg", [](LowerCtx& c) { return unary_same(c, "negate"); }, {"neg", "neg_", "neg.out"}});
+  t.push_back({"abs", [](LowerCtx& c) { return unary_same(c, "abs"); }, {"abs", "abs_", "abs.out"}});
+  t.push_back({"sign", sign, {"sign", "sign_", "sign.out", "sgn", "sgn_", "sgn.out"}});
+  t.push_back({"isnan", isnan, {"isnan"}});
+
+  // Activations and their backwards.
+  t.push_back({"relu", relu, {"relu", "relu_"}});
+  t.push_back({"gelu", gelu_fwd, {"gelu", "gelu_", "gelu.out"}});
+  t.push_back({"gelu_backward", gelu_bwd, {"gelu_backward", "gelu_backward.grad_input"}});
+  t.push_back({"silu", silu_fwd, {"silu", "silu_", "silu.out"}});
+  t.push_back({"silu_backward", silu_bwd, {"silu_backward", "silu_backward.grad_input"}});
+  t.push_back({"threshold", threshold, {"threshold", "threshold_", "threshold.out"}});
+  t.push_back({"threshold_backward", threshold_bwd, {"threshold_backward", "threshold_backward.grad_input"}});
+  t.push_back({"sigmoid_backward", sigmoid_bwd, {"sigmoid_backward", "sigmoid_backward.grad_input"}});
+  t.push_back({"tanh_backward", tanh_bwd, {"tanh_backward", "tanh_backward.grad_input"}});
+  t.push_back({"leaky_relu", leaky_relu, {"leaky_relu", "leaky_relu_", "leaky_relu.out"}});
+  t.push_back({"clamp", clamp, {"clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out"}});
+  t.push_back({"clamp_min", clamp_min, {"clamp_min", "clamp_min_", "clamp_min.out", "clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out"}});
+  t.push_back({"clamp_max", clamp_max, {"clamp_max", "clamp_max_", "clamp_max.out", "clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out"}});
+
+  // Optimizer helpers.
+  t.push_back({"addcmul", addcmul, {"addcmul", "addcmul_", "addcmul.out"}});
+  t.push_back({"addcdiv", addcdiv, {"addcdiv", "addcdiv_", "addcdiv.out"}});
+  t.push_back({"lerp", lerp, {"lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out", "lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out"}});
+  t.push_back({"masked_fill", masked_fill, {"masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor"}});
+}
+
+}  // namespace ttpu::ops

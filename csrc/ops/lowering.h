@@ -1,0 +1,107 @@
+// The lowering table: one function per ATen op (or op family) that turns SSA
+// inputs and attributes into StableHLO. The same function serves eager
+// (one-op modules), fused graphs and compiled FX graphs: a lowering never
+// sees buffers, devices or PyTorch objects, only values and attributes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shlo/builder.h"
+
+namespace ttpu::ops {
+
+using shlo::Builder;
+using shlo::ElemType;
+using shlo::TensorType;
+using shlo::Value;
+
+// One schema argument as the lowering sees it. Tensors and Scalars are SSA
+// values (runtime inputs); everything else is a compile-time attribute that
+// is part of the cache key.
+struct Arg {
+  enum Kind { None, Tensor, TensorList, Scalar, ScalarList, Int, IntList, Double, Bool, String, DType, Generator };
+  Kind kind = None;
+  std::vector<Value> values;  // Tensor: 1, TensorList: n, Scalar: 1 (0-d), ScalarList: 1 (1-D), Generator: state
+  std::vector<bool> present;  // TensorList with optional entries (Tensor?[])
+  int64_t i = 0;
+  double d = 0;
+  bool b = false;
+  std::string s;
+  std::vector<int64_t> ints;
+  ElemType dtype = ElemType::F32;
+  bool scalar_is_float = false;  // Scalar: the Python value was a float
+};
+
+enum class MatmulPrecision { Highest, High, Medium };
+
+struct LowerCtx {
+  Builder& b;
+  std::vector<Arg>& args;
+  std::vector<TensorType> outs;  // result types (from PyTorch's meta functions)
+  ElemType common = ElemType::F32;  // PyTorch's result_type over tensor and scalar arguments
+  MatmulPrecision precision = MatmulPrecision::Highest;
+  std::vector<Value> extra_results;  // e.g. a new RNG state, appended after outputs
+
+  const Value& t(size_t i) const;              // required tensor
+  bool has(size_t i) const;                    // argument present (not None)
+  const std::vector<Value>& list(size_t i) const;
+  Value scalar(size_t i, ElemType as) const;   // a Scalar argument converted to `as`
+  Value scalar_like(size_t i, const Value& like) const;  // broadcast to like's shape and type
+  int64_t i(size_t k) const;
+  double d(size_t k) const;
+  bool flag(size_t k) const;
+  const std::vector<int64_t>& ints(size_t k) const;
+  const std::string& str(size_t k) const;
+  const TensorType& out(size_t k = 0) const { return outs.at(k); }
+};
+
+using LowerFn = std::vector<Value> (*)(LowerCtx&);
+
+// The op overwrites `self` without reading it (fill_, uniform_, ...): the
+// runtime does not load self's old value.
+constexpr unsigned kNoReadSelf = 1;
+
+struct Lowering {
+  const char* name;                     // family name, for messages
+  LowerFn fn;
+  std::vector<const char*> aten_ops;    // "add.Tensor", "add_.Tensor", "add.out", ...
+  unsigned flags = 0;
+};
+
+// All lowerings, gathered from the family files.
+const std::vector<Lowering>& lowering_table();
+
+// Family registrations (each family file defines one).
+void append_elementwise(std::vector<Lowering>& t);
+void append_reductions(std::vector<Lowering>& t);
+void append_matmul(std::vector<Lowering>& t);
+void append_nn(std::vector<Lowering>& t);
+void append_creation(std::vector<Lowering>& t);
+void append_shape(std::vector<Lowering>& t);
+void append_random(std::vector<Lowering>& t);
+
+// Helpers shared by lowerings.
+Value to_type(Builder& b, const Value& v, ElemType t);
+Value broadcast_convert(Builder& b, const Value& v, const TensorType& to);
+int64_t wrap_dim(int64_t dim, int64_t rank);
+std::vector<int64_t> wrap_dims(const std::vector<int64_t>& dims, int64_t rank);  // empty = all
+ElemType accumulate_type(ElemType t);  // f32 for f16/bf16, else t
+shlo::Precision to_shlo(MatmulPrecision p);
+
+// Views over a flat storage buffer (used by the runtime for reads and writes
+// through arbitrary strided views, and by the compiled path for *_scatter ops).
+struct ViewSpec {
+  ElemType elem;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;  // in elements of `elem`
+};
+// Reinterpret the bytes of a 1-D value as another element type (view(dtype)).
+Value reinterpret_flat(Builder& b, const Value& flat, ElemType to);
+Value gather_view(Builder& b, const Value& base, const ViewSpec& view);
+// Returns the new flat base (in the view's element type) with `value` written through the view.
+Value scatter_view(Builder& b, const Value& base, const Value& value, const ViewSpec& view);
+bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+
+}  // namespace ttpu::ops

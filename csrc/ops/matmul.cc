@@ -1,0 +1,75 @@
+// Matrix products. float32 dots request the precision that
+// torch.get_float32_matmul_precision() asks for; bf16/f16 dots accumulate in f32.
+#include "ops/lowering.h"
+
+namespace ttpu::ops {
+
+namespace {
+
+Value dot(LowerCtx& c, const Value& a, const Value& b, std::vector<int64_t> batch_a, std::vector<int64_t> batch_b,
+          std::vector<int64_t> con_a, std::vector<int64_t> con_b) {
+  ElemType out = c.out().elem;
+  ElemType acc = accumulate_type(out);
+  Value x = c.b.convert(a, out), y = c.b.convert(b, out);
+  shlo::Precision p = out == ElemType::F32 ? to_shlo(c.precision) : shlo::Precision::Default;
+  if (out == ElemType::F64 || shlo::is_integral(out)) p = shlo::Precision::Highest;
+  Value r = c.b.dot_general(x, y, batch_a, batch_b, con_a, con_b, acc, p);
+  return r;
+}
+
+// beta * self + alpha * product, in the accumulation type.
+Value scale_add(LowerCtx& c, size_t self_arg, size_t beta_arg, size_t alpha_arg, const Value& prod) {
+  Builder& b = c.b;
+  Value r = b.mul(prod, c.scalar_like(alpha_arg, prod));
+  Value self = broadcast_convert(b, c.t(self_arg), prod.type);
+  // beta == 0 must ignore NaN/Inf in self, as PyTorch does.
+  Value beta = c.scalar_like(beta_arg, prod);
+  Value zero = b.constant(0, prod.type.elem, prod.type.dims);
+  Value scaled = b.select(b.compare(shlo::Compare::EQ, beta, zero), zero, b.mul(self, beta));
+  return b.add(r, scaled);
+}
+
+std::vector<Value> mm(LowerCtx& c) {
+  return {c.b.convert(dot(c, c.t(0), c.t(1), {}, {}, {1}, {0}), c.out().elem)};
+}
+
+std::vector<Value> bmm(LowerCtx& c) {
+  return {c.b.convert(dot(c, c.t(0), c.t(1), {0}, {0}, {2}, {1}), c.out().elem)};
+}
+
+std::vector<Value> addmm(LowerCtx& c) {
+  Value p = dot(c, c.t(1), c.t(2), {}, {}, {1}, {0});
+  return {c.b.convert(scale_add(c, 0, 3, 4, p), c.out().elem)};
+}
+
+std::vector<Value> baddbmm(LowerCtx& c) {
+  Value p = dot(c, c.t(1), c.t(2), {0}, {0}, {2}, {1});
+  return {c.b.convert(scale_add(c, 0, 3, 4, p), c.out().elem)};
+}
+
+std::vector<Value> mv(LowerCtx& c) {
+  return {c.b.convert(dot(c, c.t(0), c.t(1), {}, {}, {1}, {0}), c.out().elem)};
+}
+
+std::vector<Value> dot1d(LowerCtx& c) {
+  return {c.b.convert(dot(c, c.t(0), c.t(1), {}, {}, {0}, {0}), c.out().elem)};
+}
+
+std::vector<Value> addmv(LowerCtx& c) {
+  Value p = dot(c, c.t(1), c.t(2), {}, {}, {1}, {0});
+  return {c.b.convert(scale_add(c, 0, 3, 4, p), c.out().elem)};
+}
+
+}  // namespace
+
+void append_matmul(std::vector<Lowering>& t) {
+  t.push_back({"mm", mm, {"mm", "mm.out"}});
+  t.push_back({"bmm", bmm, {"bmm", "bmm.out"}});
+  t.push_back({"addmm", addmm, {"addmm", "addmm.out", "addmm_"}});
+  t.push_back({"baddbmm", baddbmm, {"baddbmm", "baddbmm.out", "baddbmm_"}});
+  t.push_back({"mv", mv, {"mv", "mv.out"}});
+  t.push_back({"dot", dot1d, {"dot", "dot.out", "vdot"}});
+  t.push_back({"addmv", addmv, {"addmv", "addmv.out", "addmv_"}});
+}
+
+}  // namespace ttpu::ops

@@ -1,0 +1,145 @@
+// Reductions: sum/mean/prod/amax/amin/max/min/argmax/argmin/any/all.
+// Reduced-precision floats accumulate in f32 (XLA CPU would otherwise
+// accumulate a bf16 reduce in bf16).
+#include <cmath>
+#include <limits>
+
+#include "ops/lowering.h"
+
+namespace ttpu::ops {
+
+namespace {
+
+// Reduce `x` over `dims` and reshape to the output (keepdim handled by the
+// output type from the meta function).
+Value reduce_to_out(LowerCtx& c, const Value& x, const std::vector<int64_t>& dims, shlo::Reducer r,
+                    double init_value) {
+  Builder& b = c.b;
+  Value init = b.constant(init_value, x.type.elem);
+  Value red = b.reduce(x, init, dims, r);
+  return b.reshape(red, c.out().dims);
+}
+
+std::vector<int64_t> reduce_dims(LowerCtx& c, size_t dim_arg, int rank) {
+  if (!c.has(dim_arg)) return wrap_dims({}, rank);
+  const Arg& a = c.args[dim_arg];
+  if (a.kind == Arg::Int) return wrap_dims({a.i}, rank);
+  return wrap_dims(a.ints, rank);
+}
+
+std::vector<Value> sum(LowerCtx& c) {
+  Value x = c.t(0);
+  ElemType acc = accumulate_type(c.out().elem);
+  if (acc == ElemType::Pred) acc = ElemType::S64;
+  Value xc = c.b.convert(x, acc);
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  Value r = reduce_to_out(c, xc, dims, shlo::Reducer::Add, 0);
+  return {c.b.convert(r, c.out().elem)};
+}
+
+std::vector<Value> mean(LowerCtx& c) {
+  Value x = c.t(0);
+  ElemType acc = accumulate_type(c.out().elem);
+  Value xc = c.b.convert(x, acc);
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  int64_t count = 1;
+  for (auto d : dims) count *= x.type.dims[d];
+  Value r = reduce_to_out(c, xc, dims, shlo::Reducer::Add, 0);
+  r = c.b.div(r, c.b.constant(static_cast<double>(count), acc, r.type.dims));
+  return {c.b.convert(r, c.out().elem)};
+}
+
+std::vector<Value> prod(LowerCtx& c) {
+  Value x = c.t(0);
+  ElemType acc = accumulate_type(c.out().elem);
+  if (acc == ElemType::Pred) acc = ElemType::S64;
+  Value xc = c.b.convert(x, acc);
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  return {c.b.convert(reduce_to_out(c, xc, dims, shlo::Reducer::Mul, 1), c.out().elem)};
+}
+
+double lowest(ElemType t) {
+  if (shlo::is_float(t)) return -INFINITY;
+  if (t == ElemType::Pred || shlo::is_unsigned_int(t)) return 0;
+  return -std::ldexp(1.0, shlo::byte_size(t) * 8 - 1);
+}
+
+Value extreme_init(Builder& b, ElemType t, bool is_max) {
+  if (shlo::is_float(t)) return b.constant(is_max ? -INFINITY : INFINITY, t);
+  if (t == ElemType::Pred) return b.constant_int(is_max ? 0 : 1, t);
+  int bits = shlo::byte_size(t) * 8;
+  if (shlo::is_unsigned_int(t)) {
+    uint64_t hi = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    return is_max ? b.constant_int(0, t) : b.constant_bits(hi, t);
+  }
+  int64_t lo = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+  int64_t hi = bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
+  return b.constant_int(is_max ? lo : hi, t);
+}
+
+std::vector<Value> extreme(LowerCtx& c, bool is_max) {
+  Value x = c.t(0);
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  Value r = c.b.reduce(x, extreme_init(c.b, x.type.elem, is_max), dims,
+                       is_max ? shlo::Reducer::Max : shlo::Reducer::Min);
+  return {c.b.reshape(r, c.out().dims)};
+}
+
+std::vector<Value> extreme_all(LowerCtx& c, bool is_max) {
+  Value x = c.t(0);
+  auto dims = wrap_dims({}, x.type.rank());
+  Value r = c.b.reduce(x, extreme_init(c.b, x.type.elem, is_max), dims,
+                       is_max ? shlo::Reducer::Max : shlo::Reducer::Min);
+  return {c.b.reshape(r, c.out().dims)};
+}
+
+// max.dim / min.dim: (values, indices)
+std::vector<Value> extreme_dim(LowerCtx& c, bool is_max) {
+  Value x = c.t(0);
+  int64_t rank = x.type.rank();
+  if (rank == 0) return {x, c.b.constant_int(0, ElemType::S64)};
+  int64_t dim = wrap_dim(c.i(1), rank);
+  auto [v, i] = c.b.reduce_arg(x, dim, is_max, ElemType::S64);
+  return {c.b.reshape(v, c.out(0).dims), c.b.reshape(i, c.out(1).dims)};
+}
+
+std::vector<Value> arg_extreme(LowerCtx& c, bool is_max) {
+  Value x = c.t(0);
+  if (x.type.rank() == 0) return {c.b.constant_int(0, ElemType::S64)};
+  int64_t dim = 0;
+  if (c.has(1)) {
+    dim = wrap_dim(c.i(1), x.type.rank());
+  } else {
+    x = c.b.reshape(x, {x.type.numel()});
+  }
+  auto vi = c.b.reduce_arg(x, dim, is_max, ElemType::S64);
+  return {c.b.reshape(vi.second, c.out().dims)};
+}
+
+std::vector<Value> any_all(LowerCtx& c, bool is_any) {
+  Value x = c.b.convert(c.t(0), ElemType::Pred);
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  Value r = c.b.reduce(x, c.b.constant_int(is_any ? 0 : 1, ElemType::Pred), dims,
+                       is_any ? shlo::Reducer::Or : shlo::Reducer::And);
+  return {c.b.convert(c.b.reshape(r, c.out().dims), c.out().elem)};
+}
+
+}  // namespace
+
+void append_reductions(std::vector<Lowering>& t) {
+  t.push_back({"sum", sum, {"sum.dim_IntList", "sum.IntList_out", "sum"}});
+  t.push_back({"mean", mean, {"mean.dim", "mean.out", "mean"}});
+  t.push_back({"prod", prod, {"prod.dim_int", "prod.int_out", "prod"}});
+  t.push_back({"amax", [](LowerCtx& c) { return extreme(c, true); }, {"amax", "amax.out"}});
+  t.push_back({"amin", [](LowerCtx& c) { return extreme(c, false); }, {"amin", "amin.out"}});
+  t.push_back({"max", [](LowerCtx& c) { return extreme_all(c, true); }, {"max", "max.unary_out"}});
+  t.push_back({"min", [](LowerCtx& c) { return extreme_all(c, false); }, {"min", "min.unary_out"}});
+  t.push_back({"max.dim", [](LowerCtx& c) { return extreme_dim(c, true); }, {"max.dim", "max.dim_max"}});
+  t.push_back({"min.dim", [](LowerCtx& c) { return extreme_dim(c, false); }, {"min.dim", "min.dim_min"}});
+  t.push_back({"argmax", [](LowerCtx& c) { return arg_extreme(c, true); }, {"argmax", "argmax.out"}});
+  t.push_back({"argmin", [](LowerCtx& c) { return arg_extreme(c, false); }, {"argmin", "argmin.out"}});
+  t.push_back({"any", [](LowerCtx& c) { return any_all(c, true); }, {"any", "any.dim", "any.dims", "any.out", "any.dims_out"}});
+  t.push_back({"all", [](LowerCtx& c) { return any_all(c, false); }, {"all", "all.dim", "all.dims", "all.out", "all.dims_out"}});
+}
+
+}  // namespace ttpu::ops

@@ -1,0 +1,301 @@
+#include "pjrt/client.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "pjrt/pjrt_abi.h"
+
+namespace ttpu::pjrt {
+
+using namespace ttpu::abi;
+
+namespace {
+
+// The global API pointer lets Buffer/Executable destructors run without a
+// back-pointer; there is one plugin per process.
+const PJRT_Api* g_api = nullptr;
+
+template <typename T>
+T zeroed(size_t struct_size) {
+  T t;
+  std::memset(&t, 0, sizeof(T));
+  t.struct_size = struct_size;
+  return t;
+}
+
+PJRT_Buffer_Type to_pjrt(ElemType t) {
+  switch (t) {
+    case ElemType::Pred: return PJRT_Buffer_Type_PRED;
+    case ElemType::S8: return PJRT_Buffer_Type_S8;
+    case ElemType::S16: return PJRT_Buffer_Type_S16;
+    case ElemType::S32: return PJRT_Buffer_Type_S32;
+    case ElemType::S64: return PJRT_Buffer_Type_S64;
+    case ElemType::U8: return PJRT_Buffer_Type_U8;
+    case ElemType::U16: return PJRT_Buffer_Type_U16;
+    case ElemType::U32: return PJRT_Buffer_Type_U32;
+    case ElemType::U64: return PJRT_Buffer_Type_U64;
+    case ElemType::F16: return PJRT_Buffer_Type_F16;
+    case ElemType::BF16: return PJRT_Buffer_Type_BF16;
+    case ElemType::F32: return PJRT_Buffer_Type_F32;
+    case ElemType::F64: return PJRT_Buffer_Type_F64;
+    case ElemType::C64: return PJRT_Buffer_Type_C64;
+    case ElemType::C128: return PJRT_Buffer_Type_C128;
+    case ElemType::F8E4M3FN: return PJRT_Buffer_Type_F8E4M3FN;
+    case ElemType::F8E5M2: return PJRT_Buffer_Type_F8E5M2;
+  }
+  return PJRT_Buffer_Type_INVALID;
+}
+
+// CompileOptionsProto, encoded by hand (no protobuf dependency):
+//   executable_build_options (field 3) { num_replicas (4) = 1, num_partitions (5) = 1 }
+//   compile_portable_executable (field 4) = true, so one executable runs on any device.
+// Oldest plugin API we accept: the default CPU plugin's (0.81). Newer plugins
+// work with our declarations because the ABI only grows by appending.
+constexpr int kMinimumApiMinor = 81;
+
+const char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
+
+}  // namespace
+
+Buffer::~Buffer() {
+  if (raw_ && g_api) {
+    auto a = zeroed<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
+    a.buffer = raw_;
+    PJRT_Error* e = g_api->PJRT_Buffer_Destroy(&a);
+    if (e) {
+      auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
+      d.error = e;
+      g_api->PJRT_Error_Destroy(&d);
+    }
+  }
+}
+
+Executable::~Executable() {
+  if (raw_ && g_api) {
+    auto a = zeroed<PJRT_LoadedExecutable_Destroy_Args>(PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE);
+    a.executable = raw_;
+    PJRT_Error* e = g_api->PJRT_LoadedExecutable_Destroy(&a);
+    if (e) {
+      auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
+      d.error = e;
+      g_api->PJRT_Error_Destroy(&d);
+    }
+  }
+}
+
+void Client::check(PJRT_Error* err, const char* what) const {
+  if (!err) return;
+  auto m = zeroed<PJRT_Error_Message_Args>(PJRT_Error_Message_Args_STRUCT_SIZE);
+  m.error = err;
+  api_->PJRT_Error_Message(&m);
+  std::string msg(m.message, m.message_size);
+  auto c = zeroed<PJRT_Error_GetCode_Args>(PJRT_Error_GetCode_Args_STRUCT_SIZE);
+  c.error = err;
+  int code = api_->PJRT_Error_GetCode(&c) ? 0 : static_cast<int>(c.code);
+  auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
+  d.error = err;
+  api_->PJRT_Error_Destroy(&d);
+  std::string full = std::string("torch_tpu: PJRT ") + what + " failed: " + msg;
+  if (code == PJRT_Error_Code_RESOURCE_EXHAUSTED) throw OutOfMemory(full, code);
+  throw Error(full, code);
+}
+
+Client::Client(const PluginConfig& config) : config_(config) {
+  const std::string fix =
+      " Install the plugin package (the default CPU plugin comes with torch_tpu's dependencies), "
+      "or point TORCH_TPU_PJRT_PLUGIN at a PJRT plugin .so, or choose another TORCH_TPU_PLATFORM.";
+  if (config_.path.empty())
+    throw Error("torch_tpu: no PJRT plugin found for platform '" + config_.platform + "'." + fix, 0);
+  handle_ = dlopen(config_.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char* why = dlerror();
+    throw Error("torch_tpu: cannot load PJRT plugin '" + config_.path + "': " + (why ? why : "unknown error") +
+                    "." + fix,
+                0);
+  }
+  using GetApi = const PJRT_Api* (*)();
+  auto get = reinterpret_cast<GetApi>(dlsym(handle_, "GetPjrtApi"));
+  if (!get) throw Error("torch_tpu: '" + config_.path + "' is not a PJRT plugin (no GetPjrtApi symbol)." + fix, 0);
+  api_ = get();
+  if (!api_) throw Error("torch_tpu: GetPjrtApi() in '" + config_.path + "' returned null." + fix, 0);
+  if (api_->pjrt_api_version.major_version != kTargetApiMajor)
+    throw Error("torch_tpu: plugin '" + config_.path + "' has PJRT API major version " +
+                    std::to_string(api_->pjrt_api_version.major_version) + ", expected " +
+                    std::to_string(kTargetApiMajor),
+                0);
+  if (api_->pjrt_api_version.minor_version < kMinimumApiMinor)
+    throw Error("torch_tpu: plugin '" + config_.path + "' is too old (PJRT API 0." +
+                    std::to_string(api_->pjrt_api_version.minor_version) + ", need 0." +
+                    std::to_string(kMinimumApiMinor) + " or newer)",
+                0);
+  g_api = api_;
+  auto init = zeroed<PJRT_Plugin_Initialize_Args>(PJRT_Plugin_Initialize_Args_STRUCT_SIZE);
+  check(api_->PJRT_Plugin_Initialize(&init), "Plugin_Initialize");
+
+  std::vector<PJRT_NamedValue> options;
+  const char* kCount = "cpu_device_count";
+  if (config_.platform == "cpu") {
+    auto nv = zeroed<PJRT_NamedValue>(PJRT_NamedValue_STRUCT_SIZE);
+    nv.name = kCount;
+    nv.name_size = std::strlen(kCount);
+    nv.type = PJRT_NamedValue_kInt64;
+    nv.int64_value = config_.cpu_device_count;
+    nv.value_size = 1;
+    options.push_back(nv);
+  }
+  auto create = zeroed<PJRT_Client_Create_Args>(PJRT_Client_Create_Args_STRUCT_SIZE);
+  create.create_options = options.data();
+  create.num_options = options.size();
+  check(api_->PJRT_Client_Create(&create), "Client_Create");
+  client_ = create.client;
+
+  auto devs = zeroed<PJRT_Client_AddressableDevices_Args>(PJRT_Client_AddressableDevices_Args_STRUCT_SIZE);
+  devs.client = client_;
+  check(api_->PJRT_Client_AddressableDevices(&devs), "Client_AddressableDevices");
+  devices_.assign(devs.addressable_devices, devs.addressable_devices + devs.num_addressable_devices);
+
+  auto pn = zeroed<PJRT_Client_PlatformName_Args>(PJRT_Client_PlatformName_Args_STRUCT_SIZE);
+  pn.client = client_;
+  check(api_->PJRT_Client_PlatformName(&pn), "Client_PlatformName");
+  platform_name_.assign(pn.platform_name, pn.platform_name_size);
+}
+
+Client::~Client() {
+  // The process is exiting when the client dies; destroying it while other
+  // static destructors may still hold buffers is unsafe, so we leak it.
+}
+
+int Client::api_major() const { return api_->pjrt_api_version.major_version; }
+int Client::api_minor() const { return api_->pjrt_api_version.minor_version; }
+
+std::string Client::device_kind(int device) const {
+  auto gd = zeroed<PJRT_Device_GetDescription_Args>(PJRT_Device_GetDescription_Args_STRUCT_SIZE);
+  gd.device = devices_.at(device);
+  check(api_->PJRT_Device_GetDescription(&gd), "Device_GetDescription");
+  auto k = zeroed<PJRT_DeviceDescription_Kind_Args>(PJRT_DeviceDescription_Kind_Args_STRUCT_SIZE);
+  k.device_description = gd.device_description;
+  check(api_->PJRT_DeviceDescription_Kind(&k), "DeviceDescription_Kind");
+  return std::string(k.device_kind, k.device_kind_size);
+}
+
+static void destroy_event(const PJRT_Api* api, PJRT_Event* ev) {
+  if (!ev) return;
+  auto d = zeroed<PJRT_Event_Destroy_Args>(PJRT_Event_Destroy_Args_STRUCT_SIZE);
+  d.event = ev;
+  api->PJRT_Event_Destroy(&d);
+}
+
+BufferPtr Client::from_host(const void* data, const shlo::TensorType& type, int device) {
+  auto a = zeroed<PJRT_Client_BufferFromHostBuffer_Args>(PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE);
+  a.client = client_;
+  a.data = data;
+  a.type = to_pjrt(type.elem);
+  a.dims = type.dims.data();
+  a.num_dims = type.dims.size();
+  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.device = devices_.at(device);
+  check(api_->PJRT_Client_BufferFromHostBuffer(&a), "BufferFromHostBuffer");
+  destroy_event(api_, a.done_with_host_buffer);
+  return std::make_shared<Buffer>(a.buffer, type.elem, type.dims, device);
+}
+
+void Client::to_host(const Buffer& buffer, void* dst) {
+  auto a = zeroed<PJRT_Buffer_ToHostBuffer_Args>(PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE);
+  a.src = buffer.raw();
+  a.dst = dst;
+  a.dst_size = buffer.nbytes();
+  check(api_->PJRT_Buffer_ToHostBuffer(&a), "Buffer_ToHostBuffer");
+  if (a.event) {
+    auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
+    w.event = a.event;
+    PJRT_Error* e = api_->PJRT_Event_Await(&w);
+    destroy_event(api_, a.event);
+    check(e, "device-to-host copy");
+  }
+}
+
+void Client::await_ready(const Buffer& buffer) {
+  auto r = zeroed<PJRT_Buffer_ReadyEvent_Args>(PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE);
+  r.buffer = buffer.raw();
+  check(api_->PJRT_Buffer_ReadyEvent(&r), "Buffer_ReadyEvent");
+  auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
+  w.event = r.event;
+  PJRT_Error* e = api_->PJRT_Event_Await(&w);
+  destroy_event(api_, r.event);
+  check(e, "waiting for the device");
+}
+
+BufferPtr Client::copy_to_device(const Buffer& buffer, int device) {
+  auto a = zeroed<PJRT_Buffer_CopyToDevice_Args>(PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE);
+  a.buffer = buffer.raw();
+  a.dst_device = devices_.at(device);
+  check(api_->PJRT_Buffer_CopyToDevice(&a), "Buffer_CopyToDevice");
+  return std::make_shared<Buffer>(a.dst_buffer, buffer.type().elem, buffer.type().dims, device);
+}
+
+ExecutablePtr Client::compile(const std::string& text, std::vector<shlo::TensorType> outputs) {
+  static const char kFormat[] = "mlir";
+  auto prog = zeroed<PJRT_Program>(PJRT_Program_STRUCT_SIZE);
+  prog.code = const_cast<char*>(text.data());
+  prog.code_size = text.size();
+  prog.format = kFormat;
+  prog.format_size = 4;
+  auto a = zeroed<PJRT_Client_Compile_Args>(PJRT_Client_Compile_Args_STRUCT_SIZE);
+  a.client = client_;
+  a.program = &prog;
+  a.compile_options = kCompileOptions;
+  a.compile_options_size = sizeof(kCompileOptions);
+  check(api_->PJRT_Client_Compile(&a), "Client_Compile");
+  return std::make_shared<Executable>(a.executable, std::move(outputs));
+}
+
+std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<Buffer*>& args, int device,
+                                       const std::vector<int>& donated_args) {
+  std::vector<PJRT_Buffer*> raw(args.size());
+  for (size_t i = 0; i < args.size(); ++i) raw[i] = args[i]->raw();
+  const auto& out_types = exe.outputs();
+  std::vector<PJRT_Buffer*> outs(out_types.size(), nullptr);
+  PJRT_Buffer* const* arg_list[1] = {raw.data()};
+  PJRT_Buffer** out_list[1] = {outs.data()};
+  auto opts = zeroed<PJRT_ExecuteOptions>(PJRT_ExecuteOptions_STRUCT_SIZE);
+  // Arguments we did not mark donated must never be consumed.
+  std::vector<int64_t> keep;
+  for (size_t i = 0; i < args.size(); ++i) {
+    bool donated = false;
+    for (int d : donated_args) donated = donated || d == static_cast<int>(i);
+    if (!donated) keep.push_back(static_cast<int64_t>(i));
+  }
+  opts.non_donatable_input_indices = keep.data();
+  opts.num_non_donatable_input_indices = keep.size();
+  auto a = zeroed<PJRT_LoadedExecutable_Execute_Args>(PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE);
+  a.executable = exe.raw();
+  a.options = &opts;
+  a.argument_lists = arg_list;
+  a.num_devices = 1;
+  a.num_args = args.size();
+  a.output_lists = out_list;
+  a.execute_device = devices_.at(device);
+  check(api_->PJRT_LoadedExecutable_Execute(&a), "LoadedExecutable_Execute");
+  for (int d : donated_args) args[d]->release();
+  std::vector<BufferPtr> result;
+  result.reserve(outs.size());
+  for (size_t i = 0; i < outs.size(); ++i)
+    result.push_back(std::make_shared<Buffer>(outs[i], out_types[i].elem, out_types[i].dims, device));
+  return result;
+}
+
+int64_t Client::device_bytes_in_use(int device) const {
+  auto a = zeroed<PJRT_Device_MemoryStats_Args>(PJRT_Device_MemoryStats_Args_STRUCT_SIZE);
+  a.device = devices_.at(device);
+  PJRT_Error* e = api_->PJRT_Device_MemoryStats(&a);
+  if (e) {
+    auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
+    d.error = e;
+    api_->PJRT_Error_Destroy(&d);
+    return -1;
+  }
+  return a.bytes_in_use;
+}
+
+}  // namespace ttpu::pjrt

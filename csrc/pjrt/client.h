@@ -1,0 +1,119 @@
+// RAII wrappers over the PJRT C API: one plugin, one client, buffers and
+// executables. Nothing here knows about PyTorch; errors are C++ exceptions.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "shlo/builder.h"
+
+namespace ttpu::abi {
+struct PJRT_Api;
+struct PJRT_Client;
+struct PJRT_Buffer;
+struct PJRT_Device;
+struct PJRT_LoadedExecutable;
+struct PJRT_Error;
+}  // namespace ttpu::abi
+
+namespace ttpu::pjrt {
+
+using shlo::ElemType;
+
+// A plugin/runtime failure. `code` is the PJRT error code (0 when unknown).
+struct Error : std::runtime_error {
+  Error(const std::string& msg, int code) : std::runtime_error(msg), code(code) {}
+  int code;
+};
+struct OutOfMemory : Error {
+  using Error::Error;
+};
+
+struct PluginConfig {
+  std::string path;          // shared object to dlopen
+  std::string platform;      // "cpu", "cuda", "tpu" (informational, picks create options)
+  int cpu_device_count = 1;  // for the CPU plugin
+};
+
+class Buffer {
+ public:
+  Buffer(abi::PJRT_Buffer* raw, ElemType type, std::vector<int64_t> dims, int device)
+      : raw_(raw), type_{type, std::move(dims)}, device_(device) {}
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  abi::PJRT_Buffer* raw() const { return raw_; }
+  const shlo::TensorType& type() const { return type_; }
+  int device() const { return device_; }
+  size_t nbytes() const { return static_cast<size_t>(type_.numel()) * shlo::byte_size(type_.elem); }
+  // Ownership moved to the device by donation: do not destroy.
+  void release() { raw_ = nullptr; }
+
+ private:
+  abi::PJRT_Buffer* raw_;
+  shlo::TensorType type_;
+  int device_;
+};
+using BufferPtr = std::shared_ptr<Buffer>;
+
+class Executable {
+ public:
+  Executable(abi::PJRT_LoadedExecutable* raw, std::vector<shlo::TensorType> outputs)
+      : raw_(raw), outputs_(std::move(outputs)) {}
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+  abi::PJRT_LoadedExecutable* raw() const { return raw_; }
+  const std::vector<shlo::TensorType>& outputs() const { return outputs_; }
+
+ private:
+  abi::PJRT_LoadedExecutable* raw_;
+  std::vector<shlo::TensorType> outputs_;
+};
+using ExecutablePtr = std::shared_ptr<Executable>;
+
+class Client {
+ public:
+  // Loads the plugin and creates the client. Throws Error with a message
+  // naming the file tried and how to fix it.
+  explicit Client(const PluginConfig& config);
+  ~Client();
+
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  const std::string& platform_name() const { return platform_name_; }
+  const std::string& plugin_path() const { return config_.path; }
+  std::string device_kind(int device) const;
+  int api_major() const;
+  int api_minor() const;
+
+  BufferPtr from_host(const void* data, const shlo::TensorType& type, int device);
+  // Blocking copy to host memory of exactly buffer.nbytes() bytes.
+  void to_host(const Buffer& buffer, void* dst);
+  BufferPtr copy_to_device(const Buffer& buffer, int device);
+  void await_ready(const Buffer& buffer);
+
+  // Compiles StableHLO text into a portable executable (runs on any device).
+  ExecutablePtr compile(const std::string& stablehlo, std::vector<shlo::TensorType> outputs);
+  std::vector<BufferPtr> execute(const Executable& exe, const std::vector<Buffer*>& args, int device,
+                                 const std::vector<int>& donated_args = {});
+
+  // Device memory in use as the plugin reports it, or -1 when unsupported.
+  int64_t device_bytes_in_use(int device) const;
+
+  const abi::PJRT_Api* api() const { return api_; }
+  void check(abi::PJRT_Error* err, const char* what) const;
+
+ private:
+  PluginConfig config_;
+  void* handle_ = nullptr;
+  const abi::PJRT_Api* api_ = nullptr;
+  abi::PJRT_Client* client_ = nullptr;
+  std::vector<abi::PJRT_Device*> devices_;
+  std::string platform_name_;
+};
+
+}  // namespace ttpu::pjrt

@@ -1,0 +1,136 @@
+#include "runtime/runtime.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+namespace ttpu::runtime {
+
+namespace {
+
+std::mutex g_client_mutex;
+pjrt::PluginConfig g_config;
+pjrt::Client* g_client = nullptr;  // leaked at exit on purpose (see Client::~Client)
+std::string g_init_error;          // a failed start is remembered, not retried
+bool g_forked = false;
+
+std::mutex g_cache_mutex;
+std::unordered_map<std::string, CompiledOpPtr> g_cache;
+
+void on_fork_child() {
+  if (g_client) g_forked = true;
+}
+
+struct ForkHandlerInstaller {
+  ForkHandlerInstaller() { pthread_atfork(nullptr, nullptr, on_fork_child); }
+} g_fork_handler;
+
+}  // namespace
+
+void set_plugin_config(const pjrt::PluginConfig& config) {
+  std::lock_guard<std::mutex> lock(g_client_mutex);
+  g_config = config;
+}
+
+const pjrt::PluginConfig& plugin_config() { return g_config; }
+
+bool forked_after_init() { return g_forked; }
+
+pjrt::Client& client() {
+  if (g_client && !g_forked) return *g_client;
+  std::lock_guard<std::mutex> lock(g_client_mutex);
+  if (g_forked)
+    throw pjrt::Error(
+        "torch_tpu: cannot use the 'tpu' device in a process forked after the device was initialised; "
+        "use the 'spawn' start method for multiprocessing (e.g. DataLoader(multiprocessing_context='spawn')).",
+        0);
+  if (g_client) return *g_client;
+  if (!g_init_error.empty()) throw pjrt::Error(g_init_error, 0);
+  try {
+    g_client = new pjrt::Client(g_config);
+  } catch (const pjrt::Error& e) {
+    g_init_error = e.what();
+    throw;
+  }
+  return *g_client;
+}
+
+bool client_created() { return g_client != nullptr; }
+
+int device_count_noexcept() {
+  if (g_client) return g_client->device_count();
+  if (g_config.platform == "cpu") return g_config.path.empty() ? 0 : g_config.cpu_device_count;
+  try {
+    return client().device_count();
+  } catch (...) {
+    return 0;
+  }
+}
+
+Stats& stats() {
+  static Stats s;
+  return s;
+}
+
+void maybe_dump(const std::string& key, const std::string& text) {
+  static const char* dir = std::getenv("TORCH_TPU_DUMP_DIR");
+  if (!dir || !*dir) return;
+  size_t h = std::hash<std::string>()(key);
+  std::ofstream f(std::string(dir) + "/module_" + std::to_string(h) + ".mlir");
+  f << text;
+}
+
+CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltModule()>& build) {
+  {
+    std::lock_guard<std::mutex> lock(g_cache_mutex);
+    auto it = g_cache.find(key);
+    if (it != g_cache.end()) {
+      stats().cache_hits++;
+      return it->second;
+    }
+  }
+  stats().cache_misses++;
+  BuiltModule m = build();
+  maybe_dump(key, m.text);
+  auto t0 = std::chrono::steady_clock::now();
+  auto exe = client().compile(m.text, m.outputs);
+  auto dt = std::chrono::steady_clock::now() - t0;
+  stats().compiles++;
+  stats().compile_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count();
+  auto op = std::make_shared<CompiledOp>(CompiledOp{exe, m.outputs, m.donated_args});
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  g_cache.emplace(key, op);
+  return op;
+}
+
+size_t cache_size() {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  return g_cache.size();
+}
+
+void clear_cache() {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  g_cache.clear();
+}
+
+std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device) {
+  stats().executions++;
+  return client().execute(*op.exe, args, device, op.donated_args);
+}
+
+BufferPtr upload(const void* data, const TensorType& type, int device) {
+  stats().host_to_device++;
+  return client().from_host(data, type, device);
+}
+
+void download(const pjrt::Buffer& buffer, void* dst) {
+  stats().device_to_host++;
+  client().to_host(buffer, dst);
+}
+
+}  // namespace ttpu::runtime

@@ -1,0 +1,74 @@
+// Process-wide runtime: the lazily created PJRT client, the executable cache
+// and execution counters. Torch-free; the aten layer sits on top of it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pjrt/client.h"
+
+namespace ttpu::runtime {
+
+using pjrt::BufferPtr;
+using shlo::ElemType;
+using shlo::TensorType;
+using shlo::Value;
+
+// Where the plugin comes from. Python fills this in at import (paths only; no
+// plugin is loaded until the first device use).
+void set_plugin_config(const pjrt::PluginConfig& config);
+const pjrt::PluginConfig& plugin_config();
+
+// The client, created on first call. Throws pjrt::Error with a fix-it message.
+pjrt::Client& client();
+bool client_created();
+// Number of devices without forcing plugin start-up where it can be known
+// (CPU plugin); never throws: returns 0 when the plugin cannot load.
+int device_count_noexcept();
+
+struct CompiledOp {
+  pjrt::ExecutablePtr exe;
+  std::vector<TensorType> outputs;
+  std::vector<int> donated_args;
+};
+using CompiledOpPtr = std::shared_ptr<const CompiledOp>;
+
+struct Stats {
+  std::atomic<uint64_t> compiles{0};
+  std::atomic<uint64_t> cache_hits{0};
+  std::atomic<uint64_t> cache_misses{0};
+  std::atomic<uint64_t> executions{0};
+  std::atomic<uint64_t> compile_nanoseconds{0};
+  std::atomic<uint64_t> host_to_device{0};
+  std::atomic<uint64_t> device_to_host{0};
+};
+Stats& stats();
+
+// Looks up `key`; on a miss calls `build` to make StableHLO text (and output
+// types), compiles it and caches the result. A hit builds no text.
+struct BuiltModule {
+  std::string text;
+  std::vector<TensorType> outputs;
+  std::vector<int> donated_args;
+};
+CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltModule()>& build);
+size_t cache_size();
+void clear_cache();
+
+// Runs a compiled op on `device` (asynchronously where the plugin allows).
+std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device);
+
+BufferPtr upload(const void* data, const TensorType& type, int device);
+void download(const pjrt::Buffer& buffer, void* dst);
+
+// Set by the fork handler: the child of a fork must not touch the parent's client.
+bool forked_after_init();
+
+// Optional text dump of every compiled module (TORCH_TPU_DUMP_DIR).
+void maybe_dump(const std::string& key, const std::string& text);
+
+}  // namespace ttpu::runtime

@@ -1,0 +1,553 @@
+#include "shlo/builder.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace ttpu::shlo {
+
+const char* mlir_name(ElemType t) {
+  switch (t) {
+    case ElemType::Pred: return "i1";
+    case ElemType::S8: return "i8";
+    case ElemType::S16: return "i16";
+    case ElemType::S32: return "i32";
+    case ElemType::S64: return "i64";
+    case ElemType::U8: return "ui8";
+    case ElemType::U16: return "ui16";
+    case ElemType::U32: return "ui32";
+    case ElemType::U64: return "ui64";
+    case ElemType::F16: return "f16";
+    case ElemType::BF16: return "bf16";
+    case ElemType::F32: return "f32";
+    case ElemType::F64: return "f64";
+    case ElemType::C64: return "complex<f32>";
+    case ElemType::C128: return "complex<f64>";
+    case ElemType::F8E4M3FN: return "f8E4M3FN";
+    case ElemType::F8E5M2: return "f8E5M2";
+  }
+  return "?";
+}
+
+int byte_size(ElemType t) {
+  switch (t) {
+    case ElemType::Pred: case ElemType::S8: case ElemType::U8:
+    case ElemType::F8E4M3FN: case ElemType::F8E5M2: return 1;
+    case ElemType::S16: case ElemType::U16: case ElemType::F16: case ElemType::BF16: return 2;
+    case ElemType::S32: case ElemType::U32: case ElemType::F32: return 4;
+    case ElemType::S64: case ElemType::U64: case ElemType::F64: case ElemType::C64: return 8;
+    case ElemType::C128: return 16;
+  }
+  return 0;
+}
+
+bool is_float(ElemType t) {
+  return t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F32 || t == ElemType::F64 ||
+         t == ElemType::F8E4M3FN || t == ElemType::F8E5M2;
+}
+bool is_complex(ElemType t) { return t == ElemType::C64 || t == ElemType::C128; }
+bool is_signed_int(ElemType t) {
+  return t == ElemType::S8 || t == ElemType::S16 || t == ElemType::S32 || t == ElemType::S64;
+}
+bool is_unsigned_int(ElemType t) {
+  return t == ElemType::U8 || t == ElemType::U16 || t == ElemType::U32 || t == ElemType::U64;
+}
+
+int64_t TensorType::numel() const {
+  int64_t n = 1;
+  for (auto d : dims) n *= d;
+  return n;
+}
+
+std::string TensorType::str() const {
+  std::string s = "tensor<";
+  for (auto d : dims) {
+    s += std::to_string(d);
+    s += 'x';
+  }
+  s += mlir_name(elem);
+  s += '>';
+  return s;
+}
+
+std::string fmt_dims(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+std::string int_array(const std::vector<int64_t>& v) {
+  std::string s = "array<i64";
+  for (size_t i = 0; i < v.size(); ++i) {
+    s += i ? ", " : ": ";
+    s += std::to_string(v[i]);
+  }
+  return s + ">";
+}
+
+static std::string types_of(const std::vector<Value>& vs) {
+  std::string s;
+  for (size_t i = 0; i < vs.size(); ++i) {
+    if (i) s += ", ";
+    s += vs[i].type.str();
+  }
+  return s;
+}
+
+std::string Builder::fresh() { return "%v" + std::to_string(next_++); }
+
+Value Builder::arg(const TensorType& type) {
+  Value v{"%arg" + std::to_string(args_.size()), type};
+  args_.push_back(type);
+  return v;
+}
+
+Value Builder::op(const std::string& name, const std::vector<Value>& operands,
+                  const TensorType& result, const std::string& attrs) {
+  return op_multi(name, operands, {result}, attrs)[0];
+}
+
+std::vector<Value> Builder::op_multi(const std::string& name, const std::vector<Value>& operands,
+                                     const std::vector<TensorType>& results,
+                                     const std::string& attrs, const std::string& region) {
+  std::string id = fresh();
+  std::ostringstream os;
+  os << "    " << id;
+  if (results.size() > 1) os << ":" << results.size();
+  // Names with a dialect prefix ("chlo.erf") are used as they are.
+  os << " = \"" << (name.find('.') == std::string::npos ? "stablehlo." : "") << name << "\"(";
+  for (size_t i = 0; i < operands.size(); ++i) os << (i ? ", " : "") << operands[i].name;
+  os << ")";
+  if (!region.empty()) os << " (" << region << ")";
+  if (!attrs.empty()) os << " {" << attrs << "}";
+  os << " : (" << types_of(operands) << ") -> ";
+  if (results.size() == 1) {
+    os << results[0].str();
+  } else {
+    os << "(";
+    for (size_t i = 0; i < results.size(); ++i) os << (i ? ", " : "") << results[i].str();
+    os << ")";
+  }
+  os << "\n";
+  body_ += os.str();
+  std::vector<Value> out;
+  if (results.size() == 1) {
+    out.push_back({id, results[0]});
+  } else {
+    for (size_t i = 0; i < results.size(); ++i) out.push_back({id + "#" + std::to_string(i), results[i]});
+  }
+  return out;
+}
+
+Value Builder::unary(const char* name, const Value& x) { return op(name, {x}, x.type); }
+
+Value Builder::binary(const char* name, const Value& a, const Value& b) {
+  if (a.type != b.type)
+    throw std::runtime_error(std::string("shlo: operand types differ for ") + name + ": " +
+                             a.type.str() + " vs " + b.type.str());
+  return op(name, {a, b}, a.type);
+}
+
+Value Builder::compare(Compare dir, const Value& a, const Value& b) {
+  static const char* names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+  TensorType r{ElemType::Pred, a.type.dims};
+  std::string attrs = std::string("comparison_direction = #stablehlo<comparison_direction ") +
+                      names[static_cast<int>(dir)] + ">";
+  if (is_float(a.type.elem)) attrs += ", compare_type = #stablehlo<comparison_type FLOAT>";
+  else if (is_unsigned_int(a.type.elem) || a.type.elem == ElemType::Pred)
+    attrs += ", compare_type = #stablehlo<comparison_type UNSIGNED>";
+  else if (is_signed_int(a.type.elem))
+    attrs += ", compare_type = #stablehlo<comparison_type SIGNED>";
+  return op("compare", {a, b}, r, attrs);
+}
+
+Value Builder::select(const Value& pred, const Value& on_true, const Value& on_false) {
+  return op("select", {pred, on_true, on_false}, on_true.type);
+}
+
+Value Builder::convert(const Value& x, ElemType to) {
+  if (x.type.elem == to) return x;
+  TensorType r{to, x.type.dims};
+  if (to == ElemType::Pred && !is_complex(x.type.elem)) {
+    // XLA converts to PRED by truncation for some types; PyTorch means "!= 0".
+    Value zero = constant(0, x.type.elem, x.type.dims);
+    return compare(Compare::NE, x, zero);
+  }
+  return op("convert", {x}, r);
+}
+
+Value Builder::bitcast(const Value& x, const TensorType& to) { return op("bitcast_convert", {x}, to); }
+
+Value Builder::clamp(const Value& lo, const Value& x, const Value& hi) {
+  return op("clamp", {lo, x, hi}, x.type);
+}
+
+static uint64_t float_bits(double v, ElemType t) {
+  if (t == ElemType::F64) {
+    uint64_t b;
+    std::memcpy(&b, &v, 8);
+    return b;
+  }
+  float f = static_cast<float>(v);
+  uint32_t b32;
+  std::memcpy(&b32, &f, 4);
+  if (t == ElemType::F32) return b32;
+  if (t == ElemType::BF16) {
+    // round to nearest even, keeping NaN a NaN
+    if ((b32 & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    uint32_t lsb = (b32 >> 16) & 1u;
+    return (b32 + 0x7fffu + lsb) >> 16;
+  }
+  if (t == ElemType::F16) {
+    // IEEE half from float, round to nearest even
+    uint32_t sign = (b32 >> 16) & 0x8000u;
+    int32_t exp = static_cast<int32_t>((b32 >> 23) & 0xff) - 127 + 15;
+    uint32_t mant = b32 & 0x7fffffu;
+    if (((b32 >> 23) & 0xff) == 0xff) return sign | 0x7c00u | (mant ? 0x200u : 0u);
+    if (exp >= 31) return sign | 0x7c00u;
+    if (exp <= 0) {
+      if (exp < -10) return sign;
+      mant |= 0x800000u;
+      uint32_t shift = static_cast<uint32_t>(14 - exp);
+      uint32_t half = mant >> shift;
+      uint32_t rem = mant & ((1u << shift) - 1);
+      uint32_t mid = 1u << (shift - 1);
+      if (rem > mid || (rem == mid && (half & 1))) ++half;
+      return sign | half;
+    }
+    uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) ++half;
+    return half;
+  }
+  throw std::runtime_error(std::string("shlo: no float constant for ") + mlir_name(t));
+}
+
+Value Builder::constant(double v, ElemType t, const std::vector<int64_t>& dims) {
+  if (is_float(t) && t != ElemType::F8E4M3FN && t != ElemType::F8E5M2)
+    return constant_bits(float_bits(v, t), t, dims);
+  if (is_float(t)) {  // fp8: build in f32 and convert
+    Value f = constant(v, ElemType::F32, dims);
+    return convert(f, t);
+  }
+  if (t == ElemType::Pred) return constant_int(v != 0, t, dims);
+  return constant_int(static_cast<int64_t>(v), t, dims);
+}
+
+Value Builder::constant_int(int64_t v, ElemType t, const std::vector<int64_t>& dims) {
+  TensorType scalar{t, {}};
+  std::string lit;
+  if (t == ElemType::Pred) lit = v ? "true" : "false";
+  else if (is_float(t)) return constant(static_cast<double>(v), t, dims);
+  else if (is_unsigned_int(t)) lit = std::to_string(static_cast<uint64_t>(v));
+  else lit = std::to_string(v);
+  Value c = op("constant", {}, scalar, "value = dense<" + lit + "> : " + scalar.str());
+  if (dims.empty()) return c;
+  return broadcast_in_dim(c, dims, {});
+}
+
+Value Builder::constant_bits(uint64_t bits, ElemType t, const std::vector<int64_t>& dims) {
+  TensorType scalar{t, {}};
+  char buf[32];
+  int width = byte_size(t) * 2;
+  std::snprintf(buf, sizeof buf, "0x%0*llX", width, static_cast<unsigned long long>(bits));
+  Value c = op("constant", {}, scalar, std::string("value = dense<") + buf + "> : " + scalar.str());
+  if (dims.empty()) return c;
+  return broadcast_in_dim(c, dims, {});
+}
+
+Value Builder::iota(const TensorType& type, int64_t dim) {
+  return op("iota", {}, type, "iota_dimension = " + std::to_string(dim) + " : i64");
+}
+
+Value Builder::reshape(const Value& x, const std::vector<int64_t>& dims) {
+  if (x.type.dims == dims) return x;
+  return op("reshape", {x}, TensorType{x.type.elem, dims});
+}
+
+Value Builder::broadcast_in_dim(const Value& x, const std::vector<int64_t>& dims,
+                                const std::vector<int64_t>& mapping) {
+  if (x.type.dims == dims) {
+    bool identity = mapping.size() == dims.size();
+    for (size_t i = 0; identity && i < mapping.size(); ++i) identity = mapping[i] == (int64_t)i;
+    if (identity) return x;
+  }
+  return op("broadcast_in_dim", {x}, TensorType{x.type.elem, dims},
+            "broadcast_dimensions = " + int_array(mapping));
+}
+
+Value Builder::broadcast_to(const Value& x, const std::vector<int64_t>& dims) {
+  if (x.type.dims == dims) return x;
+  int offset = static_cast<int>(dims.size()) - x.type.rank();
+  if (offset < 0) throw std::runtime_error("shlo: cannot broadcast " + x.type.str() + " to " + fmt_dims(dims));
+  // size-1 dims that expand must be reshaped away first: broadcast_in_dim allows 1 -> n directly.
+  std::vector<int64_t> mapping;
+  for (int i = 0; i < x.type.rank(); ++i) {
+    int64_t d = x.type.dims[i];
+    if (d != 1 && d != dims[i + offset])
+      throw std::runtime_error("shlo: cannot broadcast " + x.type.str() + " to " + fmt_dims(dims));
+    mapping.push_back(i + offset);
+  }
+  return broadcast_in_dim(x, dims, mapping);
+}
+
+Value Builder::transpose(const Value& x, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == (int64_t)i;
+  if (identity) return x;
+  std::vector<int64_t> dims;
+  for (auto p : perm) dims.push_back(x.type.dims[p]);
+  return op("transpose", {x}, TensorType{x.type.elem, dims}, "permutation = " + int_array(perm));
+}
+
+Value Builder::slice(const Value& x, const std::vector<int64_t>& start,
+                     const std::vector<int64_t>& limit, const std::vector<int64_t>& stride) {
+  std::vector<int64_t> dims;
+  bool identity = true;
+  for (size_t i = 0; i < start.size(); ++i) {
+    dims.push_back((limit[i] - start[i] + stride[i] - 1) / stride[i]);
+    identity = identity && start[i] == 0 && limit[i] == x.type.dims[i] && stride[i] == 1;
+  }
+  if (identity) return x;
+  return op("slice", {x}, TensorType{x.type.elem, dims},
+            "start_indices = " + int_array(start) + ", limit_indices = " + int_array(limit) +
+                ", strides = " + int_array(stride));
+}
+
+Value Builder::concatenate(const std::vector<Value>& xs, int64_t dim) {
+  if (xs.size() == 1) return xs[0];
+  TensorType r = xs[0].type;
+  r.dims[dim] = 0;
+  for (auto& x : xs) r.dims[dim] += x.type.dims[dim];
+  return op("concatenate", xs, r, "dimension = " + std::to_string(dim) + " : i64");
+}
+
+Value Builder::pad(const Value& x, const Value& pad_value, const std::vector<int64_t>& lo,
+                   const std::vector<int64_t>& hi) {
+  TensorType r = x.type;
+  for (size_t i = 0; i < lo.size(); ++i) r.dims[i] += lo[i] + hi[i];
+  std::vector<int64_t> interior(lo.size(), 0);
+  return op("pad", {x, pad_value}, r,
+            "edge_padding_low = " + int_array(lo) + ", edge_padding_high = " + int_array(hi) +
+                ", interior_padding = " + int_array(interior));
+}
+
+Value Builder::dynamic_update_slice(const Value& base, const Value& update,
+                                    const std::vector<int64_t>& start) {
+  std::vector<Value> operands{base, update};
+  for (auto s : start) operands.push_back(constant_int(s, ElemType::S64));
+  return op("dynamic_update_slice", operands, base.type);
+}
+
+std::string Builder::region_binary(const char* opname, ElemType t) {
+  TensorType s{t, {}};
+  std::string a = fresh(), b = fresh(), r = fresh();
+  std::string ty = s.str();
+  std::string body = "{\n    ^bb0(" + a + ": " + ty + ", " + b + ": " + ty + "):\n";
+  if (opname) {
+    body += "      " + r + " = \"stablehlo." + opname + "\"(" + a + ", " + b + ") : (" + ty + ", " + ty +
+            ") -> " + ty + "\n";
+    body += "      \"stablehlo.return\"(" + r + ") : (" + ty + ") -> ()\n  }";
+  } else {  // overwrite: keep the update
+    body += "      \"stablehlo.return\"(" + b + ") : (" + ty + ") -> ()\n  }";
+  }
+  return body;
+}
+
+static const char* reducer_op(Reducer r) {
+  switch (r) {
+    case Reducer::Add: return "add";
+    case Reducer::Mul: return "multiply";
+    case Reducer::Max: return "maximum";
+    case Reducer::Min: return "minimum";
+    case Reducer::And: return "and";
+    case Reducer::Or: return "or";
+  }
+  return "add";
+}
+
+Value Builder::reduce(const Value& x, const Value& init, const std::vector<int64_t>& dims, Reducer r) {
+  if (dims.empty()) return x;
+  TensorType out{x.type.elem, {}};
+  for (int i = 0; i < x.type.rank(); ++i) {
+    bool reduced = false;
+    for (auto d : dims) reduced = reduced || d == i;
+    if (!reduced) out.dims.push_back(x.type.dims[i]);
+  }
+  return op_multi("reduce", {x, init}, {out}, "dimensions = " + int_array(dims),
+                  region_binary(reducer_op(r), x.type.elem))[0];
+}
+
+std::pair<Value, Value> Builder::reduce_arg(const Value& x, int64_t dim, bool is_max, ElemType index_type) {
+  TensorType idx_type{index_type, x.type.dims};
+  Value idx = iota(idx_type, dim);
+  ElemType t = x.type.elem;
+  Value init = is_float(t) ? constant(is_max ? -INFINITY : INFINITY, t)
+                           : (t == ElemType::Pred ? constant_int(is_max ? 0 : 1, t)
+                                                  : constant_int(0, t));
+  if (!is_float(t) && t != ElemType::Pred) {
+    // extreme integer values as initial value
+    int bits = byte_size(t) * 8;
+    if (is_signed_int(t)) {
+      int64_t lo = bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
+      int64_t hi = bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1;
+      init = constant_int(is_max ? lo : hi, t);
+    } else {
+      uint64_t hi = bits == 64 ? UINT64_MAX : (uint64_t(1) << bits) - 1;
+      init = is_max ? constant_int(0, t) : constant_bits(hi, t);
+    }
+  }
+  Value init_i = constant_int(0, index_type);
+  TensorType s{t, {}}, si{index_type, {}};
+  std::string a = fresh(), ai = fresh(), b = fresh(), bi = fresh();
+  // Body: prefer a when it is strictly better, NaN, or equal with a smaller index.
+  std::string R;
+  auto line = [&](const std::string& text) { R += "      " + text + "\n"; };
+  std::string ty = s.str(), tyi = si.str(), typ = TensorType{ElemType::Pred, {}}.str();
+  std::string cmp = is_float(t) ? "FLOAT" : (is_signed_int(t) ? "SIGNED" : "UNSIGNED");
+  std::string better = fresh(), eq = fresh(), lt_idx = fresh(), tie = fresh(), take = fresh(),
+              isnan = fresh(), v = fresh(), vi = fresh();
+  line(better + " = \"stablehlo.compare\"(" + a + ", " + b +
+       ") {comparison_direction = #stablehlo<comparison_direction " + (is_max ? "GT" : "LT") +
+       ">, compare_type = #stablehlo<comparison_type " + cmp + ">} : (" + ty + ", " + ty + ") -> " + typ);
+  line(eq + " = \"stablehlo.compare\"(" + a + ", " + b +
+       ") {comparison_direction = #stablehlo<comparison_direction EQ>, compare_type = "
+       "#stablehlo<comparison_type " + cmp + ">} : (" + ty + ", " + ty + ") -> " + typ);
+  line(lt_idx + " = \"stablehlo.compare\"(" + ai + ", " + bi +
+       ") {comparison_direction = #stablehlo<comparison_direction LT>, compare_type = "
+       "#stablehlo<comparison_type SIGNED>} : (" + tyi + ", " + tyi + ") -> " + typ);
+  line(tie + " = \"stablehlo.and\"(" + eq + ", " + lt_idx + ") : (" + typ + ", " + typ + ") -> " + typ);
+  if (is_float(t)) {
+    line(isnan + " = \"stablehlo.compare\"(" + a + ", " + a +
+         ") {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = "
+         "#stablehlo<comparison_type FLOAT>} : (" + ty + ", " + ty + ") -> " + typ);
+    std::string t1 = fresh(), bnan = fresh(), notb = fresh(), t2 = fresh();
+    // a wins if a is NaN (and b is not NaN or a has the smaller index)
+    line(bnan + " = \"stablehlo.compare\"(" + b + ", " + b +
+         ") {comparison_direction = #stablehlo<comparison_direction NE>, compare_type = "
+         "#stablehlo<comparison_type FLOAT>} : (" + ty + ", " + ty + ") -> " + typ);
+    line(notb + " = \"stablehlo.not\"(" + bnan + ") : (" + typ + ") -> " + typ);
+    line(t1 + " = \"stablehlo.or\"(" + better + ", " + tie + ") : (" + typ + ", " + typ + ") -> " + typ);
+    // when b is NaN, a only wins if a is NaN with smaller index
+    std::string bothnan = fresh(), nanwin = fresh(), anan_bnot = fresh(), t3 = fresh();
+    line(t2 + " = \"stablehlo.and\"(" + t1 + ", " + notb + ") : (" + typ + ", " + typ + ") -> " + typ);
+    line(anan_bnot + " = \"stablehlo.and\"(" + isnan + ", " + notb + ") : (" + typ + ", " + typ + ") -> " + typ);
+    line(bothnan + " = \"stablehlo.and\"(" + isnan + ", " + bnan + ") : (" + typ + ", " + typ + ") -> " + typ);
+    line(nanwin + " = \"stablehlo.and\"(" + bothnan + ", " + lt_idx + ") : (" + typ + ", " + typ + ") -> " + typ);
+    line(t3 + " = \"stablehlo.or\"(" + t2 + ", " + anan_bnot + ") : (" + typ + ", " + typ + ") -> " + typ);
+    line(take + " = \"stablehlo.or\"(" + t3 + ", " + nanwin + ") : (" + typ + ", " + typ + ") -> " + typ);
+  } else {
+    line(take + " = \"stablehlo.or\"(" + better + ", " + tie + ") : (" + typ + ", " + typ + ") -> " + typ);
+  }
+  line(v + " = \"stablehlo.select\"(" + take + ", " + a + ", " + b + ") : (" + typ + ", " + ty + ", " + ty +
+       ") -> " + ty);
+  line(vi + " = \"stablehlo.select\"(" + take + ", " + ai + ", " + bi + ") : (" + typ + ", " + tyi + ", " +
+       tyi + ") -> " + tyi);
+  line("\"stablehlo.return\"(" + v + ", " + vi + ") : (" + ty + ", " + tyi + ") -> ()");
+  std::string region = "{\n    ^bb0(" + a + ": " + ty + ", " + ai + ": " + tyi + ", " + b + ": " + ty +
+                       ", " + bi + ": " + tyi + "):\n" + R + "  }";
+  TensorType out{t, {}}, outi{index_type, {}};
+  for (int i = 0; i < x.type.rank(); ++i) {
+    if (i == dim) continue;
+    out.dims.push_back(x.type.dims[i]);
+    outi.dims.push_back(x.type.dims[i]);
+  }
+  auto res = op_multi("reduce", {x, idx, init, init_i}, {out, outi},
+                      "dimensions = " + int_array({dim}), region);
+  return {res[0], res[1]};
+}
+
+Value Builder::dot_general(const Value& a, const Value& b, const std::vector<int64_t>& batch_a,
+                           const std::vector<int64_t>& batch_b, const std::vector<int64_t>& contract_a,
+                           const std::vector<int64_t>& contract_b, ElemType result, Precision p) {
+  TensorType r{result, {}};
+  for (auto d : batch_a) r.dims.push_back(a.type.dims[d]);
+  auto free_dims = [](const Value& v, const std::vector<int64_t>& batch, const std::vector<int64_t>& con,
+                      std::vector<int64_t>& out) {
+    for (int i = 0; i < v.type.rank(); ++i) {
+      bool used = false;
+      for (auto d : batch) used = used || d == i;
+      for (auto d : con) used = used || d == i;
+      if (!used) out.push_back(v.type.dims[i]);
+    }
+  };
+  free_dims(a, batch_a, contract_a, r.dims);
+  free_dims(b, batch_b, contract_b, r.dims);
+  std::string dn = "dot_dimension_numbers = #stablehlo.dot<";
+  bool first = true;
+  auto field = [&](const char* name, const std::vector<int64_t>& v) {
+    if (v.empty()) return;
+    dn += first ? "" : ", ";
+    first = false;
+    dn += std::string(name) + " = " + fmt_dims(v);
+  };
+  field("lhs_batching_dimensions", batch_a);
+  field("rhs_batching_dimensions", batch_b);
+  field("lhs_contracting_dimensions", contract_a);
+  field("rhs_contracting_dimensions", contract_b);
+  dn += ">";
+  const char* pn = p == Precision::Highest ? "HIGHEST" : (p == Precision::High ? "HIGH" : "DEFAULT");
+  dn += std::string(", precision_config = [#stablehlo<precision ") + pn + ">, #stablehlo<precision " + pn + ">]";
+  return op("dot_general", {a, b}, r, dn);
+}
+
+Value Builder::gather_flat(const Value& flat, const Value& indices) {
+  TensorType r{flat.type.elem, indices.type.dims};
+  std::string dn = "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
+                   "index_vector_dim = " + std::to_string(indices.type.rank()) +
+                   ">, slice_sizes = array<i64: 1>, indices_are_sorted = false";
+  return op("gather", {flat, indices}, r, dn);
+}
+
+Value Builder::scatter_flat(const Value& flat, const Value& indices, const Value& updates) {
+  std::string dn = "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
+                   "scatter_dims_to_operand_dims = [0], index_vector_dim = " +
+                   std::to_string(indices.type.rank()) + ">, indices_are_sorted = false, unique_indices = false";
+  return op_multi("scatter", {flat, indices, updates}, {flat.type}, dn,
+                  region_binary(nullptr, flat.type.elem))[0];
+}
+
+Value Builder::gather(const Value& operand, const Value& indices, const TensorType& result,
+                      const std::string& dimension_numbers, const std::vector<int64_t>& slice_sizes) {
+  return op("gather", {operand, indices}, result,
+            "dimension_numbers = #stablehlo.gather<" + dimension_numbers +
+                ">, slice_sizes = " + int_array(slice_sizes) + ", indices_are_sorted = false");
+}
+
+Value Builder::scatter(const Value& operand, const Value& indices, const Value& updates,
+                       const std::string& dimension_numbers, Reducer* combine) {
+  return op_multi("scatter", {operand, indices, updates}, {operand.type},
+                  "scatter_dimension_numbers = #stablehlo.scatter<" + dimension_numbers +
+                      ">, indices_are_sorted = false, unique_indices = false",
+                  region_binary(combine ? reducer_op(*combine) : nullptr, operand.type.elem))[0];
+}
+
+std::pair<Value, Value> Builder::rng_bits(const Value& state, const TensorType& bits_type) {
+  auto r = op_multi("rng_bit_generator", {state}, {state.type, bits_type},
+                    "rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>");
+  return {r[0], r[1]};
+}
+
+std::string Builder::module(const std::vector<Value>& results,
+                            const std::vector<int>& donated_arg_for_result) const {
+  std::ostringstream os;
+  os << "module @ttpu {\n  func.func public @main(";
+  for (size_t i = 0; i < args_.size(); ++i) {
+    os << (i ? ", " : "") << "%arg" << i << ": " << args_[i].str();
+    for (size_t r = 0; r < donated_arg_for_result.size(); ++r)
+      if (donated_arg_for_result[r] == static_cast<int>(i))
+        os << " {tf.aliasing_output = " << r << " : i32}";
+  }
+  os << ") -> (" << types_of(results) << ") {\n" << body_;
+  os << "    \"func.return\"(";
+  for (size_t i = 0; i < results.size(); ++i) os << (i ? ", " : "") << results[i].name;
+  os << ") : (" << types_of(results) << ") -> ()\n  }\n}\n";
+  return os.str();
+}
+
+}  // namespace ttpu::shlo

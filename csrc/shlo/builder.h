@@ -1,0 +1,131 @@
+// A small StableHLO text emitter. It prints the generic MLIR op form
+// ("stablehlo.add"(...) : (...) -> ...) because that form has been stable
+// across the XLA releases our PJRT plugins span, while pretty forms changed.
+// No MLIR library is needed: PJRT plugins parse the text themselves.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ttpu::shlo {
+
+enum class ElemType : uint8_t {
+  Pred, S8, S16, S32, S64, U8, U16, U32, U64,
+  F16, BF16, F32, F64, C64, C128, F8E4M3FN, F8E5M2,
+};
+
+const char* mlir_name(ElemType t);   // "f32", "i1", "ui8", ...
+int byte_size(ElemType t);           // storage bytes of one element
+bool is_float(ElemType t);           // floating point (not complex)
+bool is_complex(ElemType t);
+bool is_signed_int(ElemType t);
+bool is_unsigned_int(ElemType t);   // bool excluded
+inline bool is_integral(ElemType t) { return is_signed_int(t) || is_unsigned_int(t); }
+
+struct TensorType {
+  ElemType elem = ElemType::F32;
+  std::vector<int64_t> dims;
+  int64_t numel() const;
+  int rank() const { return static_cast<int>(dims.size()); }
+  std::string str() const;  // tensor<2x3xf32>
+  bool operator==(const TensorType& o) const { return elem == o.elem && dims == o.dims; }
+  bool operator!=(const TensorType& o) const { return !(*this == o); }
+};
+
+struct Value {
+  std::string name;  // "%3" or "%arg0"
+  TensorType type;
+};
+
+enum class Compare { EQ, NE, LT, LE, GT, GE };
+enum class Reducer { Add, Mul, Max, Min, And, Or };
+enum class Precision { Default, High, Highest };
+
+// Builds one function body. Values are SSA names; every helper returns the
+// new value with its type, so lowerings never spell types by hand.
+class Builder {
+ public:
+  Value arg(const TensorType& type);  // next function argument
+
+  // Generic op: `attrs` is the text inside {...} (empty for none).
+  Value op(const std::string& name, const std::vector<Value>& operands,
+           const TensorType& result, const std::string& attrs = "");
+  std::vector<Value> op_multi(const std::string& name, const std::vector<Value>& operands,
+                              const std::vector<TensorType>& results, const std::string& attrs,
+                              const std::string& region = "");
+
+  // Elementwise
+  Value unary(const char* name, const Value& x);  // e.g. "exponential"
+  Value binary(const char* name, const Value& a, const Value& b);  // same shapes
+  Value add(const Value& a, const Value& b) { return binary("add", a, b); }
+  Value sub(const Value& a, const Value& b) { return binary("subtract", a, b); }
+  Value mul(const Value& a, const Value& b) { return binary("multiply", a, b); }
+  Value div(const Value& a, const Value& b) { return binary("divide", a, b); }
+  Value max(const Value& a, const Value& b) { return binary("maximum", a, b); }
+  Value min(const Value& a, const Value& b) { return binary("minimum", a, b); }
+  Value compare(Compare dir, const Value& a, const Value& b);
+  Value select(const Value& pred, const Value& on_true, const Value& on_false);
+  Value convert(const Value& x, ElemType to);  // no-op when already `to`
+  Value bitcast(const Value& x, const TensorType& to);
+  Value clamp(const Value& lo, const Value& x, const Value& hi);
+
+  // Constants
+  Value constant(double v, ElemType t, const std::vector<int64_t>& dims = {});
+  Value constant_int(int64_t v, ElemType t, const std::vector<int64_t>& dims = {});
+  Value constant_bits(uint64_t bits, ElemType t, const std::vector<int64_t>& dims = {});
+  Value iota(const TensorType& type, int64_t dim);
+
+  // Shape
+  Value reshape(const Value& x, const std::vector<int64_t>& dims);
+  Value broadcast_in_dim(const Value& x, const std::vector<int64_t>& dims,
+                         const std::vector<int64_t>& mapping);
+  Value broadcast_to(const Value& x, const std::vector<int64_t>& dims);  // numpy rules
+  Value transpose(const Value& x, const std::vector<int64_t>& perm);
+  Value slice(const Value& x, const std::vector<int64_t>& start,
+              const std::vector<int64_t>& limit, const std::vector<int64_t>& stride);
+  Value concatenate(const std::vector<Value>& xs, int64_t dim);
+  Value pad(const Value& x, const Value& pad_value, const std::vector<int64_t>& lo,
+            const std::vector<int64_t>& hi);
+  Value dynamic_update_slice(const Value& base, const Value& update,
+                             const std::vector<int64_t>& start);
+
+  // Reductions and contractions
+  Value reduce(const Value& x, const Value& init, const std::vector<int64_t>& dims, Reducer r);
+  // Variadic reduce returning (value, index) for argmax/argmin along `dim`.
+  std::pair<Value, Value> reduce_arg(const Value& x, int64_t dim, bool is_max, ElemType index_type);
+  Value dot_general(const Value& a, const Value& b, const std::vector<int64_t>& batch_a,
+                    const std::vector<int64_t>& batch_b, const std::vector<int64_t>& contract_a,
+                    const std::vector<int64_t>& contract_b, ElemType result, Precision p);
+
+  // Indexing: gather rows of a flat (1-D) operand with an index tensor of any shape.
+  Value gather_flat(const Value& flat, const Value& indices);
+  // Scatter `updates` into a flat operand at `indices` (same shape as updates), overwriting.
+  Value scatter_flat(const Value& flat, const Value& indices, const Value& updates);
+  // Generic gather/scatter with full dimension numbers (text of the #stablehlo attribute body).
+  Value gather(const Value& operand, const Value& indices, const TensorType& result,
+               const std::string& dimension_numbers, const std::vector<int64_t>& slice_sizes);
+  Value scatter(const Value& operand, const Value& indices, const Value& updates,
+                const std::string& dimension_numbers, Reducer* combine);  // null = overwrite
+
+  // Random bits from a counter-based generator; returns (new_state, bits).
+  std::pair<Value, Value> rng_bits(const Value& state, const TensorType& bits_type);
+
+  // Finish the function; returns the whole module text.
+  std::string module(const std::vector<Value>& results,
+                     const std::vector<int>& donated_arg_for_result = {}) const;
+
+  int num_args() const { return static_cast<int>(args_.size()); }
+
+ private:
+  std::string fresh();
+  std::string region_binary(const char* opname, ElemType t);  // ^bb with one binary op
+  std::vector<TensorType> args_;
+  std::string body_;
+  int next_ = 0;
+};
+
+std::string int_array(const std::vector<int64_t>& v);  // array<i64: 1, 2>
+std::string fmt_dims(const std::vector<int64_t>& v);   // [1, 2]
+
+}  // namespace ttpu::shlo

@@ -1,0 +1,103 @@
+"""torch.tpu memory statistics."""
+
+import gc
+
+import pytest
+import torch
+
+from _helpers import make_tensor, tpu_only
+
+pytestmark = tpu_only
+
+MiB = 1 << 20
+
+
+def allocated(device=0):
+    torch.tpu.synchronize()
+    gc.collect()
+    return torch.tpu.memory_allocated(device)
+
+
+CREATORS = {
+    "empty": lambda: torch.empty(256, 256, device="tpu"),
+    "ones": lambda: torch.ones(256, 256, device="tpu"),
+    "from_cpu": lambda: make_tensor((256, 256)).to("tpu"),
+    "int64_factory": lambda: torch.arange(65536, device="tpu"),
+    "bfloat16_zeros": lambda: torch.zeros(300, 301, device="tpu", dtype=torch.bfloat16),
+}
+
+
+@pytest.mark.parametrize("name", list(CREATORS))
+def test_allocation_is_counted_and_freed(name):
+    create = CREATORS[name]
+    del_me = create()  # warm up: caches, compiled executables, constants
+    del del_me
+    base = allocated()
+    x = create()
+    nbytes = x.numel() * x.element_size()
+    assert allocated() >= base + nbytes
+    del x
+    assert allocated() == base
+
+
+def test_op_result_is_counted_and_freed():
+    x = torch.ones(128, 128, device="tpu")
+    y = x * 2 + 1  # warm up
+    del y
+    base = allocated()
+    y = x * 2 + 1
+    assert allocated() >= base + y.numel() * y.element_size()
+    del y
+    assert allocated() == base
+
+
+def test_inplace_ops_do_not_leak():
+    x = torch.ones(64, 64, device="tpu")
+    x.add_(1).mul_(2)  # warm up
+    x[1:, ::2].add_(3)
+    base = allocated()
+    for _ in range(10):
+        x.add_(1).mul_(0.5)
+        x[1:, ::2].add_(3)
+        x.copy_(x.t())
+    assert allocated() == base
+
+
+def test_views_do_not_allocate():
+    x = torch.empty(64, 64, device="tpu")
+    base = allocated()
+    views = [x[1:], x.t(), x.view(-1), x.unsqueeze(0), x.expand(2, 64, 64),
+             x.view(torch.int32), x.diagonal(), x.narrow(0, 1, 3),
+             x.as_strided((8, 8), (64, 1), 3), *x.split(8), x.reshape(4096), x[:, 3]]
+    assert allocated() == base
+    del views
+    assert allocated() == base
+
+
+def test_peak_memory():
+    torch.tpu.reset_peak_memory_stats()
+    base = allocated()
+    assert torch.tpu.max_memory_allocated() == base
+    a = torch.empty(MiB // 4, device="tpu")       # 1 MiB
+    b = torch.empty(MiB // 2, device="tpu")       # 2 MiB
+    del a, b
+    peak = torch.tpu.max_memory_allocated()
+    assert peak >= base + 3 * MiB
+    assert allocated() == base
+    small = torch.empty(1024, device="tpu")
+    assert torch.tpu.max_memory_allocated() == peak  # not a new peak
+    torch.tpu.reset_peak_memory_stats()
+    assert torch.tpu.max_memory_allocated() == allocated()
+    assert torch.tpu.max_memory_allocated() >= base + small.numel() * 4
+    del small
+
+
+def test_stats_are_per_device(two_devices):
+    base0, base1 = allocated(0), allocated(1)
+    y = torch.empty(MiB // 4, device="tpu:1")
+    assert allocated(1) >= base1 + MiB
+    assert allocated(0) == base0
+    with torch.tpu.device(1):
+        assert torch.tpu.memory_allocated() == torch.tpu.memory_allocated(1)
+    del y
+    assert allocated(1) == base1

@@ -1,0 +1,44 @@
+"""torch_tpu: a native PyTorch device backend, device type 'tpu', running every
+op through the PJRT C API (libtpu on TPUs, the XLA CUDA plugin on NVIDIA GPUs,
+the XLA CPU plugin everywhere else).
+
+`import torch_tpu` (or PyTorch's backend autoload) registers the device.
+Nothing is loaded onto a device until the first tensor is placed on one.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import _plugin
+
+__all__ = ["device_module", "compile_stats", "synchronize"]
+
+_registered = False
+
+
+def _register() -> None:
+    global _registered
+    if _registered:
+        return
+    from . import _C, _printing, device_module
+
+    path, platform, cpu_devices = _plugin.resolve()
+    _C._set_plugin(path, platform, cpu_devices)
+    if torch._C._get_privateuse1_backend_name() != "tpu":
+        torch.utils.rename_privateuse1_backend("tpu")
+    torch._register_device_module("tpu", device_module)
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=False)
+    _printing.install()
+    _registered = True
+
+
+def _autoload() -> None:
+    """Entry point for torch's device-backend autoload (group 'torch.backends')."""
+    _register()
+
+
+_register()
+
+from .device_module import compile_stats, synchronize  # noqa: E402
+from . import device_module  # noqa: E402

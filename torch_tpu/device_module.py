@@ -1,0 +1,197 @@
+"""`torch.tpu`: the device module, with the names and signatures of torch.cuda."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+
+from . import _C
+
+
+def _index(device: Any = None) -> int:
+    if device is None:
+        return _C.current_device()
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device):
+        if device.type != "tpu":
+            raise ValueError(f"torch_tpu: expected a tpu device, got {device}")
+        return _C.current_device() if device.index is None else device.index
+    raise TypeError(f"torch_tpu: cannot interpret {device!r} as a tpu device")
+
+
+def is_available() -> bool:
+    return _C.device_count() > 0
+
+
+def is_initialized() -> bool:
+    return _C._is_initialized()
+
+
+def init() -> None:
+    """Loads the PJRT plugin and creates the client now (normally lazy)."""
+    _C._init()
+
+
+def device_count() -> int:
+    return _C.device_count()
+
+
+def current_device() -> int:
+    return _C.current_device()
+
+
+def set_device(device: Any) -> None:
+    _C.set_device(_index(device))
+
+
+class device:
+    """Context manager that changes the current tpu device."""
+
+    def __init__(self, device: Any):
+        self.idx = _index(device) if device is not None else -1
+        self.prev = -1
+
+    def __enter__(self):
+        self.prev = _C.current_device()
+        if self.idx >= 0:
+            _C.set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        if self.idx >= 0:
+            _C.set_device(self.prev)
+        return False
+
+
+def synchronize(device: Any = None) -> None:
+    """Waits for all work issued so far on `device` (all devices when None)."""
+    _C.synchronize(-1 if device is None else _index(device))
+
+
+def get_device_name(device: Any = None) -> str:
+    return _C.get_device_name(_index(device))
+
+
+class _DeviceProperties:
+    def __init__(self, idx: int):
+        info = _C._plugin_info()
+        self.name = _C.get_device_name(idx)
+        self.index = idx
+        self.platform = info["platform_name"]
+        self.pjrt_api_version = info["pjrt_api_version"]
+        self.plugin_path = info["plugin_path"]
+        self.total_memory = 0  # unknown through PJRT on the CPU plugin
+
+    def __repr__(self):
+        return (f"_TpuDeviceProperties(name={self.name!r}, platform={self.platform!r}, "
+                f"pjrt_api_version={self.pjrt_api_version!r})")
+
+
+def get_device_properties(device: Any = None) -> _DeviceProperties:
+    return _DeviceProperties(_index(device))
+
+
+def get_device_capability(device: Any = None) -> tuple[int, int]:
+    return (0, 0)
+
+
+# --- random numbers --------------------------------------------------------
+
+def _generator(device: Any = None) -> torch.Generator:
+    return _C._default_generator(_index(device))
+
+
+def manual_seed(seed: int) -> None:
+    _generator().manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    for i in range(max(device_count(), 1)):
+        _C._default_generator(i).manual_seed(int(seed))
+
+
+def seed() -> None:
+    _generator().seed()
+
+
+def seed_all() -> None:
+    for i in range(max(device_count(), 1)):
+        _C._default_generator(i).seed()
+
+
+def initial_seed() -> int:
+    return _generator().initial_seed()
+
+
+def get_rng_state(device: Any = "tpu") -> torch.Tensor:
+    return _generator(device).get_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = "tpu") -> None:
+    _generator(device).set_state(new_state.to("cpu", torch.uint8))
+
+
+def get_rng_state_all() -> list:
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(states) -> None:
+    for i, s in enumerate(states):
+        set_rng_state(s, i)
+
+
+
+
+# --- memory ----------------------------------------------------------------
+
+def memory_allocated(device: Any = None) -> int:
+    return _C.memory_allocated(_index(device))
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    return _C.max_memory_allocated(_index(device))
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    _C.reset_peak_memory_stats(_index(device))
+
+
+def memory_stats(device: Any = None) -> dict:
+    idx = _index(device)
+    return {
+        "allocated_bytes.all.current": _C.memory_allocated(idx),
+        "allocated_bytes.all.peak": _C.max_memory_allocated(idx),
+        "allocation.all.allocated": _C.num_allocations(idx),
+    }
+
+
+def empty_cache() -> None:
+    """Storages free their device buffers as soon as they die; nothing is cached."""
+
+
+# --- runtime introspection ---------------------------------------------------
+
+def compile_stats() -> dict:
+    """Executables compiled, cache hits/misses, executions and transfers."""
+    return _C.compile_stats()
+
+
+@contextlib.contextmanager
+def stream(s=None):
+    yield
+
+
+def current_stream(device: Any = None):
+    return torch.Stream(device=torch.device("tpu", _index(device)))
+
+
+def default_stream(device: Any = None):
+    return current_stream(device)
+
+
+def _is_in_bad_fork() -> bool:
+    return False
