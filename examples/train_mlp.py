@@ -17,9 +17,9 @@ import torch_tpu  # noqa: F401  (registers the 'tpu' device; autoload also does)
 
 def make_data(n, features, classes, seed):
     g = torch.Generator().manual_seed(seed)
-    centers = torch.randn(classes, features, generator=g) * 2.0
+    centers = torch.randn(classes, features, generator=g) * 0.6
     labels = torch.randint(0, classes, (n,), generator=g)
-    x = centers[labels] + torch.randn(n, features, generator=g)
+    x = centers[labels] + 1.5 * torch.randn(n, features, generator=g)
     mix = torch.randn(features, features, generator=g) / features ** 0.5
     return torch.tanh(x @ mix) + 0.1 * x, labels
 

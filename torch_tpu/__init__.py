@@ -7,20 +7,29 @@ Nothing is loaded onto a device until the first tensor is placed on one.
 """
 from __future__ import annotations
 
-import torch
-
-from . import _plugin
-
 __all__ = ["device_module", "compile_stats", "synchronize"]
 
 _registered = False
+
+
+def _autoload() -> None:
+    """Entry point for torch's device-backend autoload (group 'torch.backends').
+
+    Defined before `import torch`: importing torch_tpu first imports torch,
+    whose autoload then finds this module half-initialised.
+    """
+    _register()
 
 
 def _register() -> None:
     global _registered
     if _registered:
         return
-    from . import _C, _printing, device_module
+    import torch  # may run the autoload entry point, which registers first
+
+    if _registered:
+        return
+    from . import _C, _plugin, _printing, device_module
 
     path, platform, cpu_devices = _plugin.resolve()
     _C._set_plugin(path, platform, cpu_devices)
@@ -31,11 +40,6 @@ def _register() -> None:
         for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=False)
     _printing.install()
     _registered = True
-
-
-def _autoload() -> None:
-    """Entry point for torch's device-backend autoload (group 'torch.backends')."""
-    _register()
 
 
 _register()

@@ -299,6 +299,17 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   void setDevice(c10::Device d) const override {
     TORCH_CHECK(d.type() == kType, "torch_tpu: expected a tpu device, got ", d);
+    int n = runtime::device_count_noexcept();
+    if (n == 0) {
+      // Surface the plugin's own error (which file, how to fix) rather than "no devices".
+      try {
+        runtime::client();
+      } catch (...) {
+        rethrow_as_torch_error("device initialisation");
+      }
+    }
+    TORCH_CHECK(d.index() < n, "torch_tpu: invalid device index ", static_cast<int>(d.index()), " (", n,
+                " 'tpu' device(s) available; set TORCH_TPU_CPU_DEVICES=N for more CPU devices)");
     if (d.index() >= 0) t_current_device = d.index();
   }
   void uncheckedSetDevice(c10::Device d) const noexcept override {

@@ -245,7 +245,7 @@ struct OpPlan {
 
 ArgInfo classify(const c10::Argument& a) {
   ArgInfo info;
-  c10::TypePtr t = a.type();
+  c10::TypePtr t = a.real_type();  // ScalarType/Layout/MemoryFormat are ints in type()
   if (auto o = t->castRaw<c10::OptionalType>()) {
     t = o->getElementType();
     info.optional = true;
@@ -460,7 +460,7 @@ class TableKernel final : public c10::OperatorKernel {
         if (v.isTensor()) key += static_cast<char>('A' + static_cast<int>(v.toTensor().scalar_type()));
         continue;
       }
-      if (v.isNone()) {
+      if (v.isNone() && info.kind != AK::Generator) {
         key += 'n';
         continue;
       }
@@ -491,6 +491,7 @@ class TableKernel final : public c10::OperatorKernel {
         }
         case AK::Scalar: {
           at::Scalar s = v.toScalar();
+          if (lowering_->flags & ops::kScalarValuesInKey) key += s.toDouble() == s.toDouble() ? std::to_string(s.toDouble()) : "nan";
           if (s.isBoolean()) {
             key += 'b';
             bool b = s.toBool();
@@ -573,7 +574,7 @@ class TableKernel final : public c10::OperatorKernel {
       const ArgInfo& info = plan_.args[i];
       const c10::IValue& v = args[i];
       ops::Arg& a = largs[i];
-      if (info.is_out || v.isNone()) continue;
+      if (info.is_out || (v.isNone() && info.kind != AK::Generator)) continue;
       switch (info.kind) {
         case AK::Tensor:
           if (!v.toTensor().defined() || (i == 0 && skip_self)) break;

@@ -120,9 +120,9 @@ static int64_t numel_of(const std::vector<int64_t>& sizes) {
 }
 
 // Element index of every view element in the flat base, as an s64 tensor.
-static Value view_indices(Builder& b, const ViewSpec& v) {
+static Value view_indices(Builder& b, const ViewSpec& v, const Value* offset) {
   TensorType it{ElemType::S64, v.sizes};
-  Value idx = b.constant_int(v.offset, ElemType::S64, v.sizes);
+  Value idx = offset ? b.broadcast_in_dim(*offset, v.sizes, {}) : b.constant_int(v.offset, ElemType::S64, v.sizes);
   for (size_t d = 0; d < v.sizes.size(); ++d) {
     if (v.sizes[d] == 1 || v.strides[d] == 0) continue;
     Value io = b.iota(it, static_cast<int64_t>(d));
@@ -156,14 +156,18 @@ static bool as_permuted_block(const ViewSpec& v, PermutedBlock& p) {
   return true;
 }
 
-Value gather_view(Builder& b, const Value& base, const ViewSpec& v) {
+static Value start_of(Builder& b, const ViewSpec& v, const Value* offset) {
+  return offset ? *offset : b.constant_int(v.offset, ElemType::S64);
+}
+
+Value gather_view(Builder& b, const Value& base, const ViewSpec& v, const Value* offset) {
   Value flat = b.reshape(base, {base.type.numel()});
   flat = reinterpret_flat(b, flat, v.elem);
   int64_t n = numel_of(v.sizes);
   if (n == 0) return b.constant(0, v.elem, v.sizes);
   PermutedBlock p;
   if (as_permuted_block(v, p)) {
-    Value block = b.slice(flat, {v.offset}, {v.offset + p.numel}, {1});
+    Value block = b.dynamic_slice(flat, {start_of(b, v, offset)}, {p.numel});
     block = b.reshape(block, p.block_sizes);
     // Transpose the block into increasing original-dim order, then broadcast.
     std::vector<int64_t> sorted = p.order;
@@ -173,10 +177,10 @@ Value gather_view(Builder& b, const Value& base, const ViewSpec& v) {
     block = b.transpose(block, perm);
     return b.broadcast_in_dim(block, v.sizes, sorted);
   }
-  return b.gather_flat(flat, view_indices(b, v));
+  return b.gather_flat(flat, view_indices(b, v, offset));
 }
 
-Value scatter_view(Builder& b, const Value& base, const Value& value, const ViewSpec& v) {
+Value scatter_view(Builder& b, const Value& base, const Value& value, const ViewSpec& v, const Value* offset) {
   Value flat = b.reshape(base, {base.type.numel()});
   flat = reinterpret_flat(b, flat, v.elem);
   int64_t n = numel_of(v.sizes);
@@ -195,9 +199,9 @@ Value scatter_view(Builder& b, const Value& base, const Value& value, const View
     std::vector<int64_t> perm;
     for (auto d : p.order) perm.push_back(std::find(kept.begin(), kept.end(), d) - kept.begin());
     Value block = b.reshape(b.transpose(sq, perm), {p.numel});
-    return b.dynamic_update_slice(flat, block, {v.offset});
+    return b.dynamic_update_slice(flat, block, std::vector<Value>{start_of(b, v, offset)});
   }
-  return b.scatter_flat(flat, view_indices(b, v), val);
+  return b.scatter_flat(flat, view_indices(b, v, offset), val);
 }
 
 // ---------------------------------------------------------------------------
@@ -212,6 +216,7 @@ const std::vector<Lowering>& lowering_table() {
     append_creation(t);
     append_shape(t);
     append_random(t);
+    append_index(t);
     return t;
   }();
   return table;

@@ -51,7 +51,7 @@ std::vector<Value> linspace(LowerCtx& c) {
 void append_creation(std::vector<Lowering>& t) {
   t.push_back({"fill", fill, {"fill_.Scalar", "fill_.Tensor", "fill.Scalar", "fill.Tensor"}, kNoReadSelf});
   t.push_back({"zero", zero, {"zero_", "zero"}, kNoReadSelf});
-  t.push_back({"arange", arange, {"arange.start_out"}});
+  t.push_back({"arange", arange, {"arange.start_out"}, kScalarValuesInKey});
   t.push_back({"linspace", linspace, {"linspace.out"}});
 }
 

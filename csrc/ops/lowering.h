@@ -62,6 +62,8 @@ using LowerFn = std::vector<Value> (*)(LowerCtx&);
 // The op overwrites `self` without reading it (fill_, uniform_, ...): the
 // runtime does not load self's old value.
 constexpr unsigned kNoReadSelf = 1;
+// The output shape depends on Scalar values (arange): they join the cache key.
+constexpr unsigned kScalarValuesInKey = 2;
 
 struct Lowering {
   const char* name;                     // family name, for messages
@@ -81,6 +83,7 @@ void append_nn(std::vector<Lowering>& t);
 void append_creation(std::vector<Lowering>& t);
 void append_shape(std::vector<Lowering>& t);
 void append_random(std::vector<Lowering>& t);
+void append_index(std::vector<Lowering>& t);
 
 // Helpers shared by lowerings.
 Value to_type(Builder& b, const Value& v, ElemType t);
@@ -99,9 +102,12 @@ struct ViewSpec {
 };
 // Reinterpret the bytes of a 1-D value as another element type (view(dtype)).
 Value reinterpret_flat(Builder& b, const Value& flat, ElemType to);
-Value gather_view(Builder& b, const Value& base, const ViewSpec& view);
+// `offset`, when given, is a 0-d s64 runtime value used instead of view.offset,
+// so views at different offsets (batch slices) share one executable.
+Value gather_view(Builder& b, const Value& base, const ViewSpec& view, const Value* offset = nullptr);
 // Returns the new flat base (in the view's element type) with `value` written through the view.
-Value scatter_view(Builder& b, const Value& base, const Value& value, const ViewSpec& view);
+Value scatter_view(Builder& b, const Value& base, const Value& value, const ViewSpec& view,
+                   const Value* offset = nullptr);
 bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
 
 }  // namespace ttpu::ops

@@ -1,5 +1,8 @@
 // Matrix products. float32 dots request the precision that
 // torch.get_float32_matmul_precision() asks for; bf16/f16 dots accumulate in f32.
+#include <stdexcept>
+#include <string>
+
 #include "ops/lowering.h"
 
 namespace ttpu::ops {
@@ -9,6 +12,9 @@ namespace {
 Value dot(LowerCtx& c, const Value& a, const Value& b, std::vector<int64_t> batch_a, std::vector<int64_t> batch_b,
           std::vector<int64_t> con_a, std::vector<int64_t> con_b) {
   ElemType out = c.out().elem;
+  if (a.type.elem != b.type.elem)
+    throw std::invalid_argument(std::string("expected m1 and m2 to have the same dtype, but got: ") +
+                                shlo::mlir_name(a.type.elem) + " != " + shlo::mlir_name(b.type.elem));
   ElemType acc = accumulate_type(out);
   Value x = c.b.convert(a, out), y = c.b.convert(b, out);
   shlo::Precision p = out == ElemType::F32 ? to_shlo(c.precision) : shlo::Precision::Default;

@@ -24,9 +24,7 @@ void append_view(std::string& key, const ops::ViewSpec& v) {
     key += std::to_string(v.strides[i]);
     key += ',';
   }
-  key += '+';
-  key += std::to_string(v.offset);
-  key += ']';
+  key += ']';  // the offset is a runtime input
 }
 
 int64_t numel(const std::vector<int64_t>& sizes) {
@@ -46,6 +44,10 @@ void ensure_buffer(StorageHandle& h, ElemType elem) {
 bool covers_whole_storage(const StorageHandle& h, const ops::ViewSpec& v) {
   return v.offset == 0 && ops::is_contiguous(v.sizes, v.strides) &&
          static_cast<size_t>(numel(v.sizes)) * shlo::byte_size(v.elem) == h.nbytes;
+}
+
+BufferPtr offset_buffer(int64_t offset, int device) {
+  return upload(&offset, TensorType{ElemType::S64, {}}, device);
 }
 
 }  // namespace
@@ -72,10 +74,12 @@ BufferPtr read_view(StorageHandle& h, const ops::ViewSpec& v) {
   auto op = get_or_compile(key, [&] {
     shlo::Builder b;
     Value base = b.arg(bt);
-    Value r = ops::gather_view(b, base, v);
+    Value offset = b.arg(TensorType{ElemType::S64, {}});
+    Value r = ops::gather_view(b, base, v, &offset);
     return BuiltModule{b.module({r}), {r.type}, {}};
   });
-  return execute(*op, {h.buffer.get()}, h.device)[0];
+  BufferPtr offset = offset_buffer(v.offset, h.device);
+  return execute(*op, {h.buffer.get(), offset.get()}, h.device)[0];
 }
 
 void write_view(StorageHandle& h, const ops::ViewSpec& v, const BufferPtr& value) {
@@ -96,11 +100,13 @@ void write_view(StorageHandle& h, const ops::ViewSpec& v, const BufferPtr& value
     shlo::Builder b;
     Value base = b.arg(bt);
     Value val = b.arg(value->type());
-    Value r = ops::scatter_view(b, base, val, v);
+    Value offset = b.arg(TensorType{ElemType::S64, {}});
+    Value r = ops::scatter_view(b, base, val, v, &offset);
     if (r.type.elem == bt.elem) r = b.reshape(r, bt.dims);
     return BuiltModule{b.module({r}), {r.type}, {}};
   });
-  h.buffer = execute(*op, {h.buffer.get(), value.get()}, h.device)[0];
+  BufferPtr offset = offset_buffer(v.offset, h.device);
+  h.buffer = execute(*op, {h.buffer.get(), value.get(), offset.get()}, h.device)[0];
 }
 
 BufferPtr resized_buffer(StorageHandle& h, size_t new_nbytes) {

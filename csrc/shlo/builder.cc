@@ -344,6 +344,18 @@ Value Builder::dynamic_update_slice(const Value& base, const Value& update,
   return op("dynamic_update_slice", operands, base.type);
 }
 
+Value Builder::dynamic_update_slice(const Value& base, const Value& update, const std::vector<Value>& start) {
+  std::vector<Value> operands{base, update};
+  operands.insert(operands.end(), start.begin(), start.end());
+  return op("dynamic_update_slice", operands, base.type);
+}
+
+Value Builder::dynamic_slice(const Value& x, const std::vector<Value>& start, const std::vector<int64_t>& sizes) {
+  std::vector<Value> operands{x};
+  operands.insert(operands.end(), start.begin(), start.end());
+  return op("dynamic_slice", operands, TensorType{x.type.elem, sizes}, "slice_sizes = " + int_array(sizes));
+}
+
 std::string Builder::region_binary(const char* opname, ElemType t) {
   TensorType s{t, {}};
   std::string a = fresh(), b = fresh(), r = fresh();

@@ -89,6 +89,9 @@ class Builder {
             const std::vector<int64_t>& hi);
   Value dynamic_update_slice(const Value& base, const Value& update,
                              const std::vector<int64_t>& start);
+  // Start indices as 0-d s64 values (runtime offsets).
+  Value dynamic_update_slice(const Value& base, const Value& update, const std::vector<Value>& start);
+  Value dynamic_slice(const Value& x, const std::vector<Value>& start, const std::vector<int64_t>& sizes);
 
   // Reductions and contractions
   Value reduce(const Value& x, const Value& init, const std::vector<int64_t>& dims, Reducer r);

@@ -1,0 +1,124 @@
+// Indexing along one dimension: gather, scatter (overwrite and add),
+// index_select. Indices become full coordinate vectors: the indexed dim takes
+// the index values, every other dim its own position (iota).
+#include <stdexcept>
+
+#include "ops/lowering.h"
+
+namespace ttpu::ops {
+
+namespace {
+
+std::string iota_list(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  return shlo::fmt_dims(v);
+}
+
+// Coordinates [index..., rank] for gather/scatter along `dim`.
+Value coordinates(Builder& b, const Value& index, int64_t dim, int64_t rank) {
+  std::vector<int64_t> dims = index.type.dims;
+  std::vector<int64_t> with_one = dims;
+  with_one.push_back(1);
+  std::vector<Value> parts;
+  TensorType it{ElemType::S64, dims};
+  for (int64_t d = 0; d < rank; ++d) {
+    Value c = d == dim ? b.convert(index, ElemType::S64) : b.iota(it, d);
+    parts.push_back(b.reshape(c, with_one));
+  }
+  return b.concatenate(parts, rank);
+}
+
+// Negative indices count from the end, as in PyTorch.
+Value wrap_negative(Builder& b, const Value& index, int64_t size) {
+  Value i = b.convert(index, ElemType::S64);
+  Value zero = b.constant_int(0, ElemType::S64, i.type.dims);
+  Value n = b.constant_int(size, ElemType::S64, i.type.dims);
+  return b.select(b.compare(shlo::Compare::LT, i, zero), b.add(i, n), i);
+}
+
+std::vector<Value> gather(LowerCtx& c) {
+  // gather(self, dim, index, sparse_grad)
+  Builder& b = c.b;
+  Value self = c.t(0);
+  int64_t rank = self.type.rank();
+  if (rank == 0) return {b.reshape(self, c.out().dims)};
+  int64_t dim = wrap_dim(c.i(1), rank);
+  Value index = wrap_negative(b, c.t(2), self.type.dims[dim]);
+  Value coords = coordinates(b, index, dim, rank);
+  std::vector<int64_t> ones(rank, 1);
+  TensorType out{self.type.elem, index.type.dims};
+  std::string dn = "collapsed_slice_dims = " + iota_list(rank) + ", start_index_map = " + iota_list(rank) +
+                   ", index_vector_dim = " + std::to_string(rank);
+  return {b.gather(self, coords, out, dn, ones)};
+}
+
+std::vector<Value> scatter_impl(LowerCtx& c, bool add, bool value_is_scalar) {
+  // scatter.src(self, dim, index, src) / scatter.value(self, dim, index, value) / scatter_add(self, dim, index, src)
+  Builder& b = c.b;
+  Value self = b.convert(c.t(0), c.out().elem);
+  int64_t rank = self.type.rank();
+  const Value& index_in = c.t(2);
+  if (index_in.type.numel() == 0) return {self};
+  if (rank == 0) {
+    Value upd = value_is_scalar ? c.scalar(3, self.type.elem) : b.reshape(b.convert(c.t(3), self.type.elem), {});
+    return {add ? b.add(self, upd) : upd};
+  }
+  int64_t dim = wrap_dim(c.i(1), rank);
+  Value index = wrap_negative(b, index_in, self.type.dims[dim]);
+  Value coords = coordinates(b, index, dim, rank);
+  Value updates;
+  if (value_is_scalar) {
+    updates = b.broadcast_in_dim(c.scalar(3, self.type.elem), index.type.dims, {});
+  } else {
+    Value src = b.convert(c.t(3), self.type.elem);
+    std::vector<int64_t> zeros(rank, 0), strides(rank, 1);
+    updates = b.slice(src, zeros, index.type.dims, strides);
+  }
+  std::string dn = "inserted_window_dims = " + iota_list(rank) + ", scatter_dims_to_operand_dims = " +
+                   iota_list(rank) + ", index_vector_dim = " + std::to_string(rank);
+  shlo::Reducer r = shlo::Reducer::Add;
+  return {b.scatter(self, coords, updates, dn, add ? &r : nullptr)};
+}
+
+std::vector<Value> index_select(LowerCtx& c) {
+  // index_select(self, dim, index): whole slices along dim.
+  Builder& b = c.b;
+  Value self = c.t(0);
+  int64_t rank = self.type.rank();
+  if (rank == 0) return {b.reshape(self, c.out().dims)};
+  int64_t dim = wrap_dim(c.i(1), rank);
+  Value index = wrap_negative(b, b.reshape(c.t(2), {c.t(2).type.numel()}), self.type.dims[dim]);
+  int64_t n = index.type.dims[0];
+  Value idx = b.reshape(index, {n, 1});
+  std::vector<int64_t> slice = self.type.dims;
+  slice[dim] = 1;
+  std::vector<int64_t> offset_dims;
+  TensorType out{self.type.elem, {}};
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == dim) {
+      out.dims.push_back(n);
+    } else {
+      out.dims.push_back(self.type.dims[d]);
+      offset_dims.push_back(d);
+    }
+  }
+  std::string dn = "offset_dims = " + shlo::fmt_dims(offset_dims) + ", collapsed_slice_dims = [" +
+                   std::to_string(dim) + "], start_index_map = [" + std::to_string(dim) + "], index_vector_dim = 1";
+  return {b.gather(self, idx, out, dn, slice)};
+}
+
+}  // namespace
+
+void append_index(std::vector<Lowering>& t) {
+  t.push_back({"gather", gather, {"gather", "gather.out"}});
+  t.push_back({"scatter", [](LowerCtx& c) { return scatter_impl(c, false, false); },
+               {"scatter.src", "scatter_.src", "scatter.src_out"}});
+  t.push_back({"scatter_value", [](LowerCtx& c) { return scatter_impl(c, false, true); },
+               {"scatter.value", "scatter_.value", "scatter.value_out"}});
+  t.push_back({"scatter_add", [](LowerCtx& c) { return scatter_impl(c, true, false); },
+               {"scatter_add", "scatter_add_", "scatter_add.out"}});
+  t.push_back({"index_select", index_select, {"index_select", "index_select.out"}});
+}
+
+}  // namespace ttpu::ops
