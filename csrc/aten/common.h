@@ -33,7 +33,6 @@ c10::Allocator* tpu_allocator();
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
 
 int current_device();
-void register_pending(const std::vector<BufferPtr>& outputs, int device);
 void synchronize_device(int device);  // -1: all
 
 // Memory accounting (bytes of live storages per device).

@@ -240,45 +240,11 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
 }
 
 // ---------------------------------------------------------------------------
-// Pending work, for synchronize(): weak references to recent outputs.
-
-namespace {
-std::mutex g_pending_mutex;
-std::map<int, std::vector<std::weak_ptr<pjrt::Buffer>>> g_pending;
-constexpr size_t kMaxPending = 4096;  // bounds how far the host runs ahead
-}  // namespace
-
-static void await_all(std::vector<std::weak_ptr<pjrt::Buffer>>& list) {
-  for (auto& w : list) {
-    if (auto b = w.lock()) {
-      if (b->raw()) runtime::client().await_ready(*b);
-    }
-  }
-  list.clear();
-}
-
-void register_pending(const std::vector<BufferPtr>& outputs, int device) {
-  std::vector<std::weak_ptr<pjrt::Buffer>> drain;
-  {
-    std::lock_guard<std::mutex> lock(g_pending_mutex);
-    auto& list = g_pending[device];
-    for (auto& o : outputs) list.push_back(o);
-    if (list.size() > kMaxPending) drain.swap(list);
-  }
-  await_all(drain);
-}
+// synchronize(): the client tracks completion events of every execution.
 
 void synchronize_device(int device) {
-  std::vector<std::weak_ptr<pjrt::Buffer>> drain;
-  {
-    std::lock_guard<std::mutex> lock(g_pending_mutex);
-    for (auto& [d, list] : g_pending) {
-      if (device >= 0 && d != device) continue;
-      drain.insert(drain.end(), list.begin(), list.end());
-      list.clear();
-    }
-  }
-  await_all(drain);
+  if (!runtime::client_created()) return;
+  runtime::client().synchronize(device);
 }
 
 // ---------------------------------------------------------------------------

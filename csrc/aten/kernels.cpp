@@ -557,7 +557,6 @@ class TableKernel final : public c10::OperatorKernel {
     raw.reserve(inputs.size());
     for (auto& b : inputs) raw.push_back(b.get());
     std::vector<BufferPtr> outputs = runtime::execute(*compiled, raw, dev);
-    register_pending(outputs, dev);
 
     torch::jit::drop(*stack, n);
     deliver(args, outputs, stack);

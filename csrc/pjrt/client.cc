@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "pjrt/pjrt_abi.h"
@@ -58,6 +59,8 @@ const char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
 
 }  // namespace
 
+void disable_after_fork() { g_api = nullptr; }
+
 Buffer::~Buffer() {
   if (raw_ && g_api) {
     auto a = zeroed<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
@@ -107,6 +110,8 @@ Client::Client(const PluginConfig& config) : config_(config) {
       "or point TORCH_TPU_PJRT_PLUGIN at a PJRT plugin .so, or choose another TORCH_TPU_PLATFORM.";
   if (config_.path.empty())
     throw Error("torch_tpu: no PJRT plugin found for platform '" + config_.platform + "'." + fix, 0);
+  // XLA logs every client option at INFO level; keep stderr quiet unless asked.
+  setenv("TF_CPP_MIN_LOG_LEVEL", "1", /*overwrite=*/0);
   handle_ = dlopen(config_.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char* why = dlerror();
@@ -154,6 +159,7 @@ Client::Client(const PluginConfig& config) : config_(config) {
   devs.client = client_;
   check(api_->PJRT_Client_AddressableDevices(&devs), "Client_AddressableDevices");
   devices_.assign(devs.addressable_devices, devs.addressable_devices + devs.num_addressable_devices);
+  pending_.resize(devices_.size());
 
   auto pn = zeroed<PJRT_Client_PlatformName_Args>(PJRT_Client_PlatformName_Args_STRUCT_SIZE);
   pn.client = client_;
@@ -276,13 +282,91 @@ std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<
   a.num_args = args.size();
   a.output_lists = out_list;
   a.execute_device = devices_.at(device);
+  PJRT_Event* done[1] = {nullptr};
+  a.device_complete_events = done;
   check(api_->PJRT_LoadedExecutable_Execute(&a), "LoadedExecutable_Execute");
   for (int d : donated_args) args[d]->release();
+  if (done[0]) track(device, done[0]);
   std::vector<BufferPtr> result;
   result.reserve(outs.size());
   for (size_t i = 0; i < outs.size(); ++i)
     result.push_back(std::make_shared<Buffer>(outs[i], out_types[i].elem, out_types[i].dims, device));
   return result;
+}
+
+namespace {
+constexpr size_t kCheckReadyAfter = 64;   // queue length at which ready events are dropped
+constexpr size_t kMaxInFlight = 2048;     // queue length at which the host waits
+
+bool event_ready(const PJRT_Api* api, PJRT_Event* ev) {
+  auto r = zeroed<PJRT_Event_IsReady_Args>(PJRT_Event_IsReady_Args_STRUCT_SIZE);
+  r.event = ev;
+  PJRT_Error* e = api->PJRT_Event_IsReady(&r);
+  if (e) {
+    auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
+    d.error = e;
+    api->PJRT_Error_Destroy(&d);
+    return true;
+  }
+  return r.is_ready;
+}
+}  // namespace
+
+void Client::track(int device, PJRT_Event* done) {
+  std::vector<PJRT_Event*> wait;
+  {
+    std::lock_guard<std::mutex> lock(events_mutex_);
+    auto& q = pending_[device];
+    q.push_back(done);
+    if (q.size() >= kCheckReadyAfter) {
+      while (!q.empty() && event_ready(api_, q.front())) {
+        destroy_event(api_, q.front());
+        q.pop_front();
+      }
+    }
+    while (q.size() > kMaxInFlight) {
+      wait.push_back(q.front());
+      q.pop_front();
+    }
+  }
+  for (auto* ev : wait) {
+    auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
+    w.event = ev;
+    PJRT_Error* e = api_->PJRT_Event_Await(&w);
+    destroy_event(api_, ev);
+    check(e, "waiting for earlier work");
+  }
+}
+
+void Client::synchronize(int device) {
+  std::vector<PJRT_Event*> wait;
+  {
+    std::lock_guard<std::mutex> lock(events_mutex_);
+    for (size_t d = 0; d < pending_.size(); ++d) {
+      if (device >= 0 && static_cast<int>(d) != device) continue;
+      wait.insert(wait.end(), pending_[d].begin(), pending_[d].end());
+      pending_[d].clear();
+    }
+  }
+  std::string first_error;
+  for (auto* ev : wait) {
+    auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
+    w.event = ev;
+    PJRT_Error* e = api_->PJRT_Event_Await(&w);
+    destroy_event(api_, ev);
+    if (e && first_error.empty()) {
+      try {
+        check(e, "device execution");
+      } catch (const Error& err) {
+        first_error = err.what();
+      }
+    } else if (e) {
+      auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
+      d.error = e;
+      api_->PJRT_Error_Destroy(&d);
+    }
+  }
+  if (!first_error.empty()) throw Error(first_error, 0);
 }
 
 int64_t Client::device_bytes_in_use(int device) const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -18,6 +19,7 @@ struct PJRT_Buffer;
 struct PJRT_Device;
 struct PJRT_LoadedExecutable;
 struct PJRT_Error;
+struct PJRT_Event;
 }  // namespace ttpu::abi
 
 namespace ttpu::pjrt {
@@ -38,6 +40,10 @@ struct PluginConfig {
   std::string platform;      // "cpu", "cuda", "tpu" (informational, picks create options)
   int cpu_device_count = 1;  // for the CPU plugin
 };
+
+// In the child of a fork the parent's client must not be touched: buffer and
+// executable destructors become no-ops (their memory belongs to the parent).
+void disable_after_fork();
 
 class Buffer {
  public:
@@ -101,6 +107,9 @@ class Client {
   std::vector<BufferPtr> execute(const Executable& exe, const std::vector<Buffer*>& args, int device,
                                  const std::vector<int>& donated_args = {});
 
+  // Waits until every execution issued so far on `device` (-1: all) is complete.
+  void synchronize(int device);
+
   // Device memory in use as the plugin reports it, or -1 when unsupported.
   int64_t device_bytes_in_use(int device) const;
 
@@ -114,6 +123,13 @@ class Client {
   abi::PJRT_Client* client_ = nullptr;
   std::vector<abi::PJRT_Device*> devices_;
   std::string platform_name_;
+
+  // Completion events of recent executions, oldest first, per device. Ready
+  // ones are dropped as new work is issued; a long queue makes the host wait
+  // (bounds how far it runs ahead of the device).
+  void track(int device, abi::PJRT_Event* done);
+  std::mutex events_mutex_;
+  std::vector<std::deque<abi::PJRT_Event*>> pending_;
 };
 
 }  // namespace ttpu::pjrt

@@ -23,7 +23,10 @@ std::mutex g_cache_mutex;
 std::unordered_map<std::string, CompiledOpPtr> g_cache;
 
 void on_fork_child() {
-  if (g_client) g_forked = true;
+  if (g_client) {
+    g_forked = true;
+    pjrt::disable_after_fork();
+  }
 }
 
 struct ForkHandlerInstaller {

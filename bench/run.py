@@ -1,0 +1,260 @@
+"""torch_tpu benchmark suite: every case on native PyTorch CPU and on 'tpu' in
+each available mode, in one process, so ratios are fair.
+
+    python bench/run.py [--quick] [--out bench/results/latest.json]
+
+Writes one JSON record per case (name, mode, platform, median and spread over
+repeats in ms, compile count, peak device memory), a PNG chart next to it,
+and prints a table. Speed is reported here, never asserted in tests.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torch_tpu  # noqa: F401
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import models  # noqa: E402
+
+# Modes that exist today. Debug, DeferAndFuse and torch.compile join this list
+# when their issues land; the harness reports every mode it is given.
+TPU_MODES = ["strict"]
+
+
+def sync(device):
+    if device.startswith("tpu"):
+        torch.tpu.synchronize()
+
+
+def measure(fn, device, repeats, inner, warmup=2):
+    """Median and spread (min, max) in ms of `inner` calls of fn, over repeats."""
+    for _ in range(warmup):
+        fn()
+    sync(device)
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        sync(device)
+        samples.append((time.perf_counter() - t) / inner * 1e3)
+    return statistics.median(samples), min(samples), max(samples)
+
+
+class Recorder:
+    def __init__(self, quick):
+        self.quick = quick
+        self.records = []
+        self.platform = torch_tpu._C._plugin_info()["platform_name"]
+
+    def run(self, name, mode, device, fn, repeats, inner, note=""):
+        print(f"  {name:<28} {mode:<7}", end="", flush=True)
+        torch.tpu.reset_peak_memory_stats()
+        before = torch.tpu.compile_stats()["compiles"]
+        try:
+            med, lo, hi = measure(fn, device, repeats, inner)
+            err = None
+        except Exception as e:  # a case the backend cannot run yet is reported, not hidden
+            med = lo = hi = None
+            err = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+        compiles = torch.tpu.compile_stats()["compiles"] - before
+        rec = {
+            "name": name, "mode": mode, "platform": "cpu-native" if mode == "cpu" else self.platform,
+            "median_ms": med, "min_ms": lo, "max_ms": hi, "repeats": repeats, "inner": inner,
+            "compiles": compiles if mode != "cpu" else 0,
+            "peak_device_bytes": torch.tpu.max_memory_allocated() if mode != "cpu" else 0,
+            "note": note, "error": err,
+        }
+        self.records.append(rec)
+        print(f" {med:10.4f} ms" if med is not None else f" ERROR {err}", flush=True)
+        return rec
+
+
+def case_dispatch(r: Recorder):
+    reps, inner = (5, 200) if r.quick else (9, 1000)
+    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+        a = torch.randn(16, 16, device=dev)
+        b = torch.randn(16, 16, device=dev)
+        v = a[2:10]
+        r.run("tiny add 16x16", mode, dev, lambda: a + b, reps, inner)
+        r.run("tiny mul scalar", mode, dev, lambda: a * 1.5, reps, inner)
+        r.run("view + in-place mul_", mode, dev, lambda: v.mul_(1.0), reps, inner)
+    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+        x = torch.randn(1024, 1024, device=dev)
+        y = torch.randn(1024, 1024, device=dev)
+        s = torch.randn(64, 4096, device=dev)
+        r.run("matmul 1024x1024", mode, dev, lambda: x @ y, reps, 5 if r.quick else 10)
+        r.run("softmax 64x4096", mode, dev, lambda: torch.softmax(s, -1), reps, 20 if r.quick else 50)
+
+
+def case_compile(r: Recorder):
+    # A new op signature each call: compile + run latency of a small op.
+    shapes = iter(range(100, 10_000))
+
+    def new_op():
+        n = next(shapes)
+        x = torch.ones(n, 3, device="tpu")
+        (x * 2.5).sum().item()
+
+    r.run("compile new small op", "strict", "tpu", new_op, 3 if r.quick else 5, 1,
+          note="first call of a new signature (mul+sum), includes compile")
+
+
+def training_case(r: Recorder, name, make, steps_inner):
+    reps = 3 if r.quick else 7
+    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+        torch.manual_seed(0)
+        step, first = make(dev)
+        if mode != "cpu":
+            t = time.perf_counter()
+            before = torch.tpu.compile_stats()["compiles"]
+            first_rec = {"name": name + " (first step)", "mode": mode, "platform": r.platform, "repeats": 1,
+                         "inner": 1, "note": "cold: includes compiling every op", "error": None}
+            try:
+                first()
+                torch.tpu.synchronize()
+            except Exception as e:
+                first_rec["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+            first_ms = (time.perf_counter() - t) * 1e3 if first_rec["error"] is None else None
+            first_rec.update(median_ms=first_ms, min_ms=first_ms, max_ms=first_ms,
+                             compiles=torch.tpu.compile_stats()["compiles"] - before,
+                             peak_device_bytes=torch.tpu.max_memory_allocated())
+            r.records.append(first_rec)
+        r.run(name, mode, dev, step, reps, steps_inner)
+
+
+def case_training(r: Recorder):
+    training_case(r, "MLP train step", models.mlp_step, 5 if r.quick else 20)
+    training_case(r, "small-GPT train step", models.gpt_step, 2 if r.quick else 5)
+    training_case(r, "CNN train step", models.cnn_step, 2 if r.quick else 5)
+
+
+def case_generation(r: Recorder):
+    reps = 3 if r.quick else 5
+    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+        gen = models.gpt_generate(dev, new_tokens=8 if r.quick else 32)
+        rec = r.run("small-GPT generate", mode, dev, gen, reps, 1,
+                    note="ms for the whole generation; tokens/s in 'tokens_per_s'")
+        if rec["median_ms"]:
+            rec["tokens_per_s"] = (8 if r.quick else 32) / (rec["median_ms"] / 1e3)
+
+
+def case_gemm(r: Recorder):
+    n = 1024 if r.quick else 2048
+    flops = 2 * n ** 3
+    res = {}
+    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+        x = torch.randn(n, n, device=dev)
+        y = torch.randn(n, n, device=dev)
+        rec = r.run(f"GEMM {n}^3 f32", mode, dev, lambda: x @ y, 3 if r.quick else 5, 3)
+        if rec["median_ms"]:
+            rec["gflops"] = flops / (rec["median_ms"] / 1e3) / 1e9
+            res[mode] = rec
+    if "cpu" in res:
+        for mode, rec in res.items():
+            rec["mfu_vs_cpu_peak"] = rec["gflops"] / res["cpu"]["gflops"]
+
+
+def case_warm_start(r: Recorder):
+    code = ("import time,torch,torch_tpu;t=time.perf_counter();x=torch.ones(64,64,device='tpu');"
+            "(x@x).sum().item();print((time.perf_counter()-t)*1e3)")
+    times = []
+    for _ in range(2 if r.quick else 3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        times.append(float(out.stdout.strip().splitlines()[-1]))
+    r.records.append({"name": "process start to first result", "mode": "strict", "platform": r.platform,
+                      "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
+                      "repeats": len(times), "inner": 1, "compiles": None, "peak_device_bytes": None,
+                      "note": "client creation + compiles; no disk cache yet", "error": None})
+    print(f"  {'process start to first result':<28} strict  {statistics.median(times):10.4f} ms")
+
+
+def table(records):
+    rows = []
+    by = {}
+    for rec in records:
+        by.setdefault(rec["name"], {})[rec["mode"]] = rec
+    header = f"{'case':<32} {'cpu ms':>10} " + " ".join(f"{m + ' ms':>12} {m + '/cpu':>9}" for m in TPU_MODES)
+    rows.append(header)
+    for name, modes in by.items():
+        cpu = modes.get("cpu", {}).get("median_ms")
+        line = f"{name:<32} {cpu if cpu is not None else float('nan'):>10.4f} "
+        for m in TPU_MODES:
+            t = modes.get(m, {}).get("median_ms")
+            ratio = t / cpu if (t and cpu) else None
+            line += f"{t if t is not None else float('nan'):>12.4f} {ratio if ratio else float('nan'):>9.2f} "
+        rows.append(line)
+    return "\n".join(rows)
+
+
+def chart(records, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: no chart)")
+        return
+    names, ratios = [], []
+    for rec in records:
+        if rec["mode"] == "cpu" or rec["median_ms"] is None:
+            continue
+        cpu = next((c for c in records if c["name"] == rec["name"] and c["mode"] == "cpu"), None)
+        if cpu and cpu["median_ms"]:
+            names.append(f"{rec['name']} [{rec['mode']}]")
+            ratios.append(rec["median_ms"] / cpu["median_ms"])
+    fig, ax = plt.subplots(figsize=(9, 0.4 * len(names) + 1.5))
+    ax.barh(names, ratios, color=["tab:green" if x <= 1 else "tab:red" for x in ratios])
+    ax.axvline(1.0, color="black", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("time relative to native PyTorch CPU (lower is better)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true", help="a few minutes on a 2-core machine")
+    p.add_argument("--out", default=os.path.join(HERE, "results", "latest.json"))
+    p.add_argument("--only", default="", help="comma-separated case groups")
+    args = p.parse_args()
+    r = Recorder(args.quick)
+    groups = {"dispatch": case_dispatch, "compile": case_compile, "training": case_training,
+              "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start}
+    chosen = [g for g in args.only.split(",") if g] or list(groups)
+    print(f"torch_tpu bench ({'quick' if args.quick else 'full'}) on {r.platform}, torch {torch.__version__}, "
+          f"{os.cpu_count()} cpus, threads {torch.get_num_threads()}")
+    for g in chosen:
+        print(f"[{g}]", flush=True)
+        groups[g](r)
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": "python bench/run.py" + (" --quick" if args.quick else ""),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpus, {platform.platform()}",
+        "torch": torch.__version__, "plugin": torch_tpu._C._plugin_info(), "modes": ["cpu"] + TPU_MODES,
+    }
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"meta": meta, "records": r.records}, f, indent=1)
+    chart(r.records, os.path.splitext(args.out)[0] + ".png")
+    print()
+    print(table(r.records))
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
