@@ -313,12 +313,17 @@ at::Tensor to_meta(const at::Tensor& t) {
   return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
 }
 
-TensorType meta_type(const at::Tensor& t) { return TensorType{elem_of(t.scalar_type()), t.sizes().vec()}; }
+// Undefined results (not requested through an output_mask) become an empty
+// placeholder; `present` records which results are real.
+TensorType meta_type(const at::Tensor& t) {
+  if (!t.defined()) return TensorType{ElemType::F32, {0}};
+  return TensorType{elem_of(t.scalar_type()), t.sizes().vec()};
+}
 
 // Output types from PyTorch's own meta functions: type promotion, broadcasting
 // and shape errors match CPU exactly.
 std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
-                                     const OpPlan& plan) {
+                                     const OpPlan& plan, std::vector<bool>& present) {
   torch::jit::Stack ms;
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = args[i];
@@ -351,8 +356,15 @@ std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRe
     return outs;
   }
   for (const c10::IValue& r : ms) {
-    if (r.isTensor()) outs.push_back(meta_type(r.toTensor()));
-    else if (r.isTensorList()) for (const at::Tensor& t : r.toTensorVector()) outs.push_back(meta_type(t));
+    if (r.isTensor()) {
+      outs.push_back(meta_type(r.toTensor()));
+      present.push_back(r.toTensor().defined());
+    } else if (r.isTensorList()) {
+      for (const at::Tensor& t : r.toTensorVector()) outs.push_back(meta_type(t)), present.push_back(true);
+    } else if (r.isNone()) {
+      outs.push_back(meta_type(at::Tensor()));
+      present.push_back(false);
+    }
   }
   return outs;
 }
@@ -548,6 +560,12 @@ class TableKernel final : public c10::OperatorKernel {
         case AK::Ignore: key += '_'; break;
       }
     }
+    if (lowering_->flags & ops::kUsesDefaultRng) {
+      auto [seed, offset] = next_rng_state(std::nullopt, dev, static_cast<uint64_t>(std::max<int64_t>(first_numel, 1)));
+      uint64_t state[2] = {seed, offset};
+      key += 'R';
+      inputs.push_back(runtime::upload(state, TensorType{ElemType::U64, {2}}, dev));
+    }
     ops::MatmulPrecision precision = current_precision();
     key += static_cast<char>('0' + static_cast<int>(precision));
 
@@ -559,12 +577,13 @@ class TableKernel final : public c10::OperatorKernel {
     std::vector<BufferPtr> outputs = runtime::execute(*compiled, raw, dev);
 
     torch::jit::drop(*stack, n);
-    deliver(args, outputs, stack);
+    deliver(args, outputs, compiled->output_present, stack);
   }
 
   runtime::BuiltModule build(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                              const std::vector<BufferPtr>& inputs, ops::MatmulPrecision precision, bool skip_self) {
-    std::vector<TensorType> outs = meta_outputs(op, args, plan_);
+    std::vector<bool> present;
+    std::vector<TensorType> outs = meta_outputs(op, args, plan_, present);
     shlo::Builder b;
     std::vector<ops::Arg> largs(args.size());
     size_t next_input = 0;
@@ -632,11 +651,16 @@ class TableKernel final : public c10::OperatorKernel {
         case AK::Ignore: break;
       }
     }
-    ops::LowerCtx ctx{b, largs, outs, common_dtype(args, plan_), precision, {}};
+    ops::LowerCtx ctx{b, largs, outs, present, common_dtype(args, plan_), precision, {}};
+    if (lowering_->flags & ops::kUsesDefaultRng) ctx.rng.push_back(take());
     std::vector<shlo::Value> results = lowering_->fn(ctx);
     TORCH_CHECK(results.size() == outs.size(), "torch_tpu internal error: lowering '", lowering_->name, "' returned ",
                 results.size(), " results, expected ", outs.size());
     for (size_t k = 0; k < results.size(); ++k) {
+      if (k < present.size() && !present[k]) {
+        results[k] = b.constant(0, outs[k].elem, outs[k].dims);
+        continue;
+      }
       results[k] = b.convert(results[k], outs[k].elem);
       if (results[k].type.dims != outs[k].dims) {
         TORCH_CHECK(results[k].type.numel() == outs[k].numel(), "torch_tpu internal error: lowering '",
@@ -644,13 +668,17 @@ class TableKernel final : public c10::OperatorKernel {
         results[k] = b.reshape(results[k], outs[k].dims);
       }
     }
-    return runtime::BuiltModule{b.module(results), outs, {}};
+    return runtime::BuiltModule{b.module(results), outs, {}, present};
   }
 
-  void deliver(const std::vector<c10::IValue>& args, const std::vector<BufferPtr>& outputs, torch::jit::Stack* stack) {
+  void deliver(const std::vector<c10::IValue>& args, const std::vector<BufferPtr>& outputs,
+               const std::vector<bool>& present, torch::jit::Stack* stack) {
     if (plan_.variant == Variant::Functional) {
       std::vector<at::Tensor> ts;
-      for (const auto& o : outputs) ts.push_back(wrap(o, scalar_type_of(o->type().elem)));
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        bool real = k >= present.size() || present[k];
+        ts.push_back(real ? wrap(outputs[k], scalar_type_of(outputs[k]->type().elem)) : at::Tensor());
+      }
       if (plan_.returns_list) {
         stack->emplace_back(ts);
       } else {

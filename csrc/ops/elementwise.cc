@@ -279,6 +279,19 @@ std::vector<Value> isnan(LowerCtx& c) {
   return {c.b.compare(Compare::NE, x, x)};
 }
 
+// isinf/isposinf/isneginf/isfinite: integers are always finite.
+std::vector<Value> inf_test(LowerCtx& c, int sign, bool finite) {
+  Value x = c.t(0);
+  Builder& b = c.b;
+  if (!shlo::is_float(x.type.elem)) return {b.constant(finite ? 1 : 0, ElemType::Pred, c.out().dims)};
+  if (finite) return {b.op("is_finite", {x}, TensorType{ElemType::Pred, x.type.dims})};
+  Value pos = b.compare(Compare::EQ, x, b.constant(INFINITY, x.type.elem, x.type.dims));
+  Value neg = b.compare(Compare::EQ, x, b.constant(-INFINITY, x.type.elem, x.type.dims));
+  if (sign > 0) return {pos};
+  if (sign < 0) return {neg};
+  return {b.binary("or", pos, neg)};
+}
+
 std::vector<Value> reciprocal(LowerCtx& c) {
   Value x = in(c, 0, float_compute(c));
   return finish(c, c.b.div(cst(c, 1, x), x));
@@ -377,6 +390,10 @@ void append_elementwise(std::vector<Lowering>& t) {
   t.push_back({"abs", [](LowerCtx& c) { return unary_same(c, "abs"); }, {"abs", "abs_", "abs.out"}});
   t.push_back({"sign", sign, {"sign", "sign_", "sign.out", "sgn", "sgn_", "sgn.out"}});
   t.push_back({"isnan", isnan, {"isnan"}});
+  t.push_back({"isinf", [](LowerCtx& c) { return inf_test(c, 0, false); }, {"isinf"}});
+  t.push_back({"isposinf", [](LowerCtx& c) { return inf_test(c, 1, false); }, {"isposinf", "isposinf.out"}});
+  t.push_back({"isneginf", [](LowerCtx& c) { return inf_test(c, -1, false); }, {"isneginf", "isneginf.out"}});
+  t.push_back({"isfinite", [](LowerCtx& c) { return inf_test(c, 0, true); }, {"isfinite"}});
 
   // Activations and their backwards.
   t.push_back({"relu", relu, {"relu", "relu_"}});

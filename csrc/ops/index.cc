@@ -108,9 +108,38 @@ std::vector<Value> index_select(LowerCtx& c) {
   return {b.gather(self, idx, out, dn, slice)};
 }
 
+std::vector<Value> embedding_dense_backward(LowerCtx& c) {
+  // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  int64_t width = out.dims.at(1);
+  ElemType acc = accumulate_type(out.elem);
+  Value idx = b.reshape(b.convert(c.t(1), ElemType::S64), {c.t(1).type.numel()});
+  int64_t m = idx.type.dims[0];
+  Value g = b.reshape(b.convert(c.t(0), acc), {m, width});
+  Value keep = b.compare(shlo::Compare::NE, idx, b.constant_int(c.i(3), ElemType::S64, {m}));
+  g = b.select(b.broadcast_in_dim(keep, {m, width}, {0}), g, b.constant(0, acc, {m, width}));
+  shlo::Reducer add = shlo::Reducer::Add;
+  std::string dn = "update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
+                   "index_vector_dim = 1";
+  Value idx2 = b.reshape(idx, {m, 1});
+  if (c.flag(4)) {  // scale_grad_by_freq: divide each row by how often its index occurs
+    Value ones = b.constant(1, acc, {m, 1});
+    Value counts = b.scatter(b.constant(0, acc, {out.dims[0], 1}), idx2, ones, dn, &add);
+    Value per_row = b.gather(counts, idx2, TensorType{acc, {m, 1}},
+                             "offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], "
+                             "index_vector_dim = 1",
+                             {1, 1});
+    g = b.div(g, b.broadcast_in_dim(b.reshape(per_row, {m}), {m, width}, {0}));
+  }
+  Value grad = b.scatter(b.constant(0, acc, out.dims), idx2, g, dn, &add);
+  return {b.convert(grad, out.elem)};
+}
+
 }  // namespace
 
 void append_index(std::vector<Lowering>& t) {
+  t.push_back({"embedding_dense_backward", embedding_dense_backward, {"embedding_dense_backward"}});
   t.push_back({"gather", gather, {"gather", "gather.out"}});
   t.push_back({"scatter", [](LowerCtx& c) { return scatter_impl(c, false, false); },
                {"scatter.src", "scatter_.src", "scatter.src_out"}});

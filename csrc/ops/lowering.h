@@ -40,9 +40,10 @@ struct LowerCtx {
   Builder& b;
   std::vector<Arg>& args;
   std::vector<TensorType> outs;  // result types (from PyTorch's meta functions)
+  std::vector<bool> present;     // false: an optional result nobody asked for (output_mask)
   ElemType common = ElemType::F32;  // PyTorch's result_type over tensor and scalar arguments
   MatmulPrecision precision = MatmulPrecision::Highest;
-  std::vector<Value> extra_results;  // e.g. a new RNG state, appended after outputs
+  std::vector<Value> rng;  // kUsesDefaultRng: the generator state (u64[2])
 
   const Value& t(size_t i) const;              // required tensor
   bool has(size_t i) const;                    // argument present (not None)
@@ -55,6 +56,7 @@ struct LowerCtx {
   const std::vector<int64_t>& ints(size_t k) const;
   const std::string& str(size_t k) const;
   const TensorType& out(size_t k = 0) const { return outs.at(k); }
+  bool wants(size_t k) const { return k < present.size() ? present[k] : true; }
 };
 
 using LowerFn = std::vector<Value> (*)(LowerCtx&);
@@ -64,6 +66,9 @@ using LowerFn = std::vector<Value> (*)(LowerCtx&);
 constexpr unsigned kNoReadSelf = 1;
 // The output shape depends on Scalar values (arange): they join the cache key.
 constexpr unsigned kScalarValuesInKey = 2;
+// The op draws from the default generator without a Generator argument
+// (native_dropout): the runtime passes a state in LowerCtx::rng.
+constexpr unsigned kUsesDefaultRng = 4;
 
 struct Lowering {
   const char* name;                     // family name, for messages

@@ -133,9 +133,94 @@ std::vector<Value> nll_loss_backward(LowerCtx& c) {
   return {b.convert(b.reshape(grad, c.out().dims), c.out().elem)};
 }
 
+// Layer norm over the trailing dims named by normalized_shape (arg 1).
+struct NormDims {
+  std::vector<int64_t> reduce;  // normalized dims
+  std::vector<int64_t> outer;   // the others
+  int64_t count = 1;            // elements per normalized group
+};
+
+NormDims norm_dims(const Value& x, size_t normalized_rank) {
+  NormDims d;
+  int64_t axis = x.type.rank() - static_cast<int64_t>(normalized_rank);
+  for (int64_t i = 0; i < x.type.rank(); ++i) {
+    if (i >= axis) {
+      d.reduce.push_back(i);
+      d.count *= x.type.dims[i];
+    } else {
+      d.outer.push_back(i);
+    }
+  }
+  return d;
+}
+
+// Mean over `dims`, broadcast back to x's shape.
+Value mean_keep(Builder& b, const Value& x, const NormDims& d) {
+  Value s = b.reduce(x, b.constant(0, x.type.elem), d.reduce, Reducer::Add);
+  s = b.div(s, b.constant(static_cast<double>(d.count), x.type.elem, s.type.dims));
+  return b.broadcast_in_dim(s, x.type.dims, d.outer);
+}
+
+// Weight/bias of the normalized shape, broadcast over the outer dims.
+Value affine(Builder& b, const Value& w, const Value& like, const NormDims& d) {
+  return b.broadcast_in_dim(b.convert(w, like.type.elem), like.type.dims, d.reduce);
+}
+
+std::vector<Value> layer_norm(LowerCtx& c) {
+  // native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out(0).elem);
+  Value x = b.convert(c.t(0), acc);
+  NormDims d = norm_dims(x, c.ints(1).size());
+  Value mean = mean_keep(b, x, d);
+  Value xc = b.sub(x, mean);
+  Value var = mean_keep(b, b.mul(xc, xc), d);
+  Value rstd = b.unary("rsqrt", b.add(var, b.constant(c.d(4), acc, var.type.dims)));
+  Value y = b.mul(xc, rstd);
+  if (c.has(2)) y = b.mul(y, affine(b, c.t(2), y, d));
+  if (c.has(3)) y = b.add(y, affine(b, c.t(3), y, d));
+  auto stat = [&](const Value& v, size_t k) {
+    Value first = b.slice(v, std::vector<int64_t>(v.type.rank(), 0),
+                          [&] { auto lim = v.type.dims; for (auto r : d.reduce) lim[r] = 1; return lim; }(),
+                          std::vector<int64_t>(v.type.rank(), 1));
+    return b.convert(b.reshape(first, c.out(k).dims), c.out(k).elem);
+  };
+  return {b.convert(y, c.out(0).elem), stat(mean, 1), stat(rstd, 2)};
+}
+
+std::vector<Value> layer_norm_backward(LowerCtx& c) {
+  // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight?, bias?, output_mask)
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out(0).elem == ElemType::F32 && c.wants(0) ? c.out(0).elem : c.t(1).type.elem);
+  Value g = b.convert(c.t(0), acc), x = b.convert(c.t(1), acc);
+  NormDims d = norm_dims(x, c.ints(2).size());
+  auto stat = [&](size_t k) {
+    Value s = b.convert(c.t(k), acc);
+    return b.broadcast_in_dim(b.reshape(s, [&] {
+                                std::vector<int64_t> dims;
+                                for (auto o : d.outer) dims.push_back(x.type.dims[o]);
+                                return dims;
+                              }()),
+                              x.type.dims, d.outer);
+  };
+  Value mean = stat(3), rstd = stat(4);
+  Value xhat = b.mul(b.sub(x, mean), rstd);
+  Value gw = c.has(5) ? b.mul(g, affine(b, c.t(5), g, d)) : g;
+  Value gi = b.mul(rstd, b.sub(b.sub(gw, mean_keep(b, gw, d)), b.mul(xhat, mean_keep(b, b.mul(gw, xhat), d))));
+  auto outer_sum = [&](const Value& v, size_t k) {
+    Value s = b.reduce(v, b.constant(0, acc), d.outer, Reducer::Add);
+    return b.convert(b.reshape(s, c.out(k).dims), c.out(k).elem);
+  };
+  Value grad_w = c.wants(1) ? outer_sum(b.mul(g, xhat), 1) : b.constant(0, ElemType::F32, {0});
+  Value grad_b = c.wants(2) ? outer_sum(g, 2) : b.constant(0, ElemType::F32, {0});
+  return {b.convert(gi, c.out(0).elem), grad_w, grad_b};
+}
+
 }  // namespace
 
 void append_nn(std::vector<Lowering>& t) {
+  t.push_back({"layer_norm", layer_norm, {"native_layer_norm"}});
+  t.push_back({"layer_norm_backward", layer_norm_backward, {"native_layer_norm_backward"}});
   t.push_back({"softmax", [](LowerCtx& c) { return softmax(c, false); }, {"_softmax", "_softmax.out"}});
   t.push_back({"log_softmax", [](LowerCtx& c) { return softmax(c, true); }, {"_log_softmax", "_log_softmax.out"}});
   t.push_back({"softmax_backward", [](LowerCtx& c) { return softmax_backward(c, false); },

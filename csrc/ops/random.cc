@@ -112,9 +112,39 @@ std::vector<Value> bernoulli_float(LowerCtx& c) {
   return {b.convert(b.compare(shlo::Compare::LT, u, p), out.elem)};
 }
 
+std::vector<Value> native_dropout(LowerCtx& c) {
+  // native_dropout(input, p, train?) -> (output, mask)
+  Builder& b = c.b;
+  Value x = c.t(0);
+  double p = c.d(1);
+  bool train = !c.has(2) || c.flag(2);
+  const TensorType& mask_t = c.out(1);
+  if (!train || p == 0) {
+    return {x, b.constant(1, mask_t.elem, mask_t.dims)};
+  }
+  Value u = uniform01(c, c.rng.at(0), x.type.dims, false);
+  Value keep = b.compare(shlo::Compare::GE, u, b.constant(p, ElemType::F32, x.type.dims));
+  ElemType acc = accumulate_type(x.type.elem);
+  double scale = p >= 1 ? 0.0 : 1.0 / (1.0 - p);
+  Value y = b.mul(b.convert(x, acc), b.constant(scale, acc, x.type.dims));
+  y = b.select(keep, y, b.constant(0, acc, x.type.dims));
+  return {b.convert(y, c.out(0).elem), b.convert(keep, mask_t.elem)};
+}
+
+std::vector<Value> native_dropout_backward(LowerCtx& c) {
+  // native_dropout_backward(grad_output, mask, scale)
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out().elem);
+  Value g = b.convert(c.t(0), acc);
+  Value m = b.convert(c.t(1), acc);
+  return {b.convert(b.mul(b.mul(g, m), b.constant(c.d(2), acc, g.type.dims)), c.out().elem)};
+}
+
 }  // namespace
 
 void append_random(std::vector<Lowering>& t) {
+  t.push_back({"native_dropout", native_dropout, {"native_dropout"}, kUsesDefaultRng});
+  t.push_back({"native_dropout_backward", native_dropout_backward, {"native_dropout_backward"}});
   t.push_back({"uniform", uniform, {"uniform_"}, kNoReadSelf});
   t.push_back({"normal", normal, {"normal_"}, kNoReadSelf});
   t.push_back({"random_from", random_from, {"random_.from"}, kNoReadSelf});

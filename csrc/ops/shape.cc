@@ -1,5 +1,7 @@
 // Shape-changing ops that copy data: cat. (Pure views are metadata in the
 // aten layer; reading them goes through gather_view.)
+#include <stdexcept>
+
 #include "ops/lowering.h"
 
 namespace ttpu::ops {
@@ -22,10 +24,25 @@ std::vector<Value> cat(LowerCtx& c) {
   return {c.b.concatenate(parts, dim)};
 }
 
+// tril/triu(self, diagonal): keep elements on one side of a diagonal of the last two dims.
+std::vector<Value> triangle(LowerCtx& c, bool lower) {
+  Builder& b = c.b;
+  Value x = c.t(0);
+  int64_t rank = x.type.rank();
+  if (rank < 2) throw std::runtime_error("tril/triu: input tensor must have at least 2 dimensions");
+  TensorType it{ElemType::S64, x.type.dims};
+  Value diff = b.sub(b.iota(it, rank - 1), b.iota(it, rank - 2));  // col - row
+  Value k = b.constant_int(c.i(1), ElemType::S64, x.type.dims);
+  Value keep = b.compare(lower ? shlo::Compare::LE : shlo::Compare::GE, diff, k);
+  return {b.select(keep, x, b.constant(0, x.type.elem, x.type.dims))};
+}
+
 }  // namespace
 
 void append_shape(std::vector<Lowering>& t) {
   t.push_back({"cat", cat, {"cat", "cat.out"}});
+  t.push_back({"tril", [](LowerCtx& c) { return triangle(c, true); }, {"tril", "tril_", "tril.out"}});
+  t.push_back({"triu", [](LowerCtx& c) { return triangle(c, false); }, {"triu", "triu_", "triu.out"}});
 }
 
 }  // namespace ttpu::ops

@@ -105,7 +105,7 @@ CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltMo
   auto dt = std::chrono::steady_clock::now() - t0;
   stats().compiles++;
   stats().compile_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count();
-  auto op = std::make_shared<CompiledOp>(CompiledOp{exe, m.outputs, m.donated_args});
+  auto op = std::make_shared<CompiledOp>(CompiledOp{exe, m.outputs, m.donated_args, m.output_present});
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   g_cache.emplace(key, op);
   return op;

@@ -34,6 +34,7 @@ struct CompiledOp {
   pjrt::ExecutablePtr exe;
   std::vector<TensorType> outputs;
   std::vector<int> donated_args;
+  std::vector<bool> output_present;  // empty = all present; false = an undefined (not requested) result
 };
 using CompiledOpPtr = std::shared_ptr<const CompiledOp>;
 
@@ -54,6 +55,7 @@ struct BuiltModule {
   std::string text;
   std::vector<TensorType> outputs;
   std::vector<int> donated_args;
+  std::vector<bool> output_present;
 };
 CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltModule()>& build);
 size_t cache_size();

@@ -1,0 +1,94 @@
+"""Transformer building blocks against CPU, forward and backward: layer_norm,
+embedding, causal attention, tril/triu, dropout, inf tests, and a small GPT
+trained a few steps with AdamW."""
+import math
+import os
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from _helpers import DEV, ON_TPU, check, check_scenario, make_tensor
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+import models  # noqa: E402
+
+
+def leaf(shape, seed=0, dtype=torch.float32):
+    return make_tensor(shape, dtype, seed=seed).requires_grad_()
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape,normalized", [((4, 8), (8,)), ((2, 3, 6), (3, 6))])
+def test_layer_norm(shape, normalized, affine):
+    w = leaf(normalized, seed=1) if affine else None
+    b = leaf(normalized, seed=2) if affine else None
+    check(lambda x, w, b: F.layer_norm(x, normalized, w, b, eps=1e-5), leaf(shape), w, b)
+
+
+def test_layer_norm_bfloat16():
+    x = make_tensor((4, 16), torch.bfloat16)
+    check(lambda x: F.layer_norm(x, (16,)), x, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_forward_backward(padding_idx):
+    weight = leaf((10, 6))
+    idx = torch.tensor([[1, 2, 4, 2], [9, 0, 2, 1]])
+    check(lambda w, i: F.embedding(i, w, padding_idx=padding_idx), weight, idx)
+
+
+def test_embedding_scale_grad_by_freq():
+    weight = leaf((7, 3))
+    idx = torch.tensor([1, 1, 3, 6, 1])
+    check(lambda w, i: F.embedding(i, w, scale_grad_by_freq=True), weight, idx)
+
+
+@pytest.mark.parametrize("fn", [torch.tril, torch.triu])
+@pytest.mark.parametrize("k", [-1, 0, 2])
+def test_tril_triu(fn, k):
+    check(lambda x: fn(x, k), leaf((2, 4, 5)))
+
+
+@pytest.mark.parametrize("is_causal", [True, False])
+def test_scaled_dot_product_attention(is_causal):
+    q, k, v = leaf((2, 3, 5, 8), 1), leaf((2, 3, 5, 8), 2), leaf((2, 3, 5, 8), 3)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=is_causal), q, k, v)
+
+
+def test_scaled_dot_product_attention_bool_mask():
+    q, k, v = leaf((1, 2, 4, 8), 1), leaf((1, 2, 4, 8), 2), leaf((1, 2, 4, 8), 3)
+    mask = torch.tensor([[True, False, True, True]] * 4)
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, mask)
+
+
+@pytest.mark.parametrize("name", ["isinf", "isposinf", "isneginf", "isfinite", "isnan"])
+def test_inf_tests(name):
+    x = torch.tensor([1.0, math.inf, -math.inf, math.nan, 0.0])
+    check(getattr(torch, name), x)
+
+
+def test_dropout_statistics_and_gradient():
+    if not ON_TPU:
+        pytest.skip("device RNG stream")
+    torch.manual_seed(3)
+    x = torch.ones(20000, device=DEV, requires_grad=True)
+    y = F.dropout(x, p=0.25, training=True)
+    kept = (y != 0).float().mean().item()
+    assert abs(kept - 0.75) < 0.02
+    vals = torch.unique(y.detach().cpu())
+    torch.testing.assert_close(vals, torch.tensor([0.0, 1 / 0.75]))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad.cpu(), y.detach().cpu())
+    torch.manual_seed(3)
+    y2 = F.dropout(torch.ones(20000, device=DEV), p=0.25, training=True)
+    torch.testing.assert_close(y2.cpu(), y.detach().cpu())
+    assert torch.equal(F.dropout(x, p=0.25, training=False).detach().cpu(), x.detach().cpu())
+
+
+def test_small_gpt_trains_like_cpu():
+    def scenario(device):
+        torch.manual_seed(0)
+        step, _ = models.gpt_step(device, batch=2, seq=8)
+        return [step().item() for _ in range(3)]
+    check_scenario(scenario, atol=1e-4, rtol=1e-4)
