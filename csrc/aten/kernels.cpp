@@ -583,7 +583,8 @@ class TableKernel final : public c10::OperatorKernel {
   runtime::BuiltModule build(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                              const std::vector<BufferPtr>& inputs, ops::MatmulPrecision precision, bool skip_self) {
     std::vector<bool> present;
-    std::vector<TensorType> outs = meta_outputs(op, args, plan_, present);
+    std::vector<TensorType> outs;
+    if (!lowering_->infer) outs = meta_outputs(op, args, plan_, present);
     shlo::Builder b;
     std::vector<ops::Arg> largs(args.size());
     size_t next_input = 0;
@@ -653,9 +654,23 @@ class TableKernel final : public c10::OperatorKernel {
     }
     ops::LowerCtx ctx{b, largs, outs, present, common_dtype(args, plan_), precision, {}};
     if (lowering_->flags & ops::kUsesDefaultRng) ctx.rng.push_back(take());
+    if (lowering_->infer) {
+      outs = lowering_->infer(ctx);
+      present = ctx.present;
+      ctx.outs = outs;
+    }
     std::vector<shlo::Value> results = lowering_->fn(ctx);
-    TORCH_CHECK(results.size() == outs.size(), "torch_tpu internal error: lowering '", lowering_->name, "' returned ",
-                results.size(), " results, expected ", outs.size());
+    size_t writebacks = lowering_->writeback_args.size();
+    TORCH_CHECK(results.size() == outs.size() + writebacks, "torch_tpu internal error: lowering '",
+                lowering_->name, "' returned ", results.size(), " results, expected ", outs.size() + writebacks);
+    for (size_t j = 0; j < writebacks; ++j) {
+      const c10::IValue& target = args.at(lowering_->writeback_args[j]);
+      TensorType wt = target.isTensor() && target.toTensor().defined() ? type_of(target.toTensor())
+                                                                         : results[outs.size() + j].type;
+      outs.push_back(wt);
+      present.push_back(true);
+    }
+    if (present.size() < outs.size()) present.resize(outs.size(), true);
     for (size_t k = 0; k < results.size(); ++k) {
       if (k < present.size() && !present[k]) {
         results[k] = b.constant(0, outs[k].elem, outs[k].dims);
@@ -671,8 +686,14 @@ class TableKernel final : public c10::OperatorKernel {
     return runtime::BuiltModule{b.module(results), outs, {}, present};
   }
 
-  void deliver(const std::vector<c10::IValue>& args, const std::vector<BufferPtr>& outputs,
+  void deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,
                const std::vector<bool>& present, torch::jit::Stack* stack) {
+    // Undeclared updates (running stats) come last.
+    for (size_t j = lowering_->writeback_args.size(); j > 0; --j) {
+      const c10::IValue& target = args.at(lowering_->writeback_args[j - 1]);
+      if (target.isTensor() && target.toTensor().defined()) store(target.toTensor(), outputs.back());
+      outputs.pop_back();
+    }
     if (plan_.variant == Variant::Functional) {
       std::vector<at::Tensor> ts;
       for (size_t k = 0; k < outputs.size(); ++k) {

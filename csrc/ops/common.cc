@@ -217,6 +217,7 @@ const std::vector<Lowering>& lowering_table() {
     append_shape(t);
     append_random(t);
     append_index(t);
+    append_conv(t);
     return t;
   }();
   return table;

@@ -70,11 +70,19 @@ constexpr unsigned kScalarValuesInKey = 2;
 // (native_dropout): the runtime passes a state in LowerCtx::rng.
 constexpr unsigned kUsesDefaultRng = 4;
 
+// Result types for ops PyTorch has no meta function for (convolution_overrideable).
+using InferFn = std::vector<TensorType> (*)(LowerCtx&);
+
 struct Lowering {
   const char* name;                     // family name, for messages
   LowerFn fn;
   std::vector<const char*> aten_ops;    // "add.Tensor", "add_.Tensor", "add.out", ...
   unsigned flags = 0;
+  InferFn infer = nullptr;              // null: PyTorch's meta function decides
+  // Arguments the op updates although its schema does not say so (batch
+  // norm's running stats): the lowering returns their new values after the
+  // declared results, in this order, and the runtime writes them back.
+  std::vector<int> writeback_args = {};
 };
 
 // All lowerings, gathered from the family files.
@@ -89,6 +97,7 @@ void append_creation(std::vector<Lowering>& t);
 void append_shape(std::vector<Lowering>& t);
 void append_random(std::vector<Lowering>& t);
 void append_index(std::vector<Lowering>& t);
+void append_conv(std::vector<Lowering>& t);
 
 // Helpers shared by lowerings.
 Value to_type(Builder& b, const Value& v, ElemType t);
