@@ -29,7 +29,14 @@ ops::ViewSpec view_of(const at::Tensor& t) {
   return ops::ViewSpec{elem_of(t.scalar_type()), t.sizes().vec(), t.strides().vec(), t.storage_offset()};
 }
 
-BufferPtr read(const at::Tensor& t) { return runtime::read_view(handle_of(t), view_of(t)); }
+BufferPtr read(const at::Tensor& t) {
+  runtime::StorageHandle& h = handle_of(t);
+  // Hot path: the tensor is exactly its storage's buffer (no view metadata to build).
+  if (h.buffer && t.storage_offset() == 0 && t.is_contiguous() && h.buffer->type().dims == t.sizes() &&
+      h.buffer->type().elem == elem_of(t.scalar_type()))
+    return h.buffer;
+  return runtime::read_view(h, view_of(t));
+}
 
 void write(const at::Tensor& dst, const BufferPtr& value) { runtime::write_view(handle_of(dst), view_of(dst), value); }
 
@@ -400,6 +407,33 @@ std::vector<int64_t> int_list(const c10::IValue& v) {
   return out;
 }
 
+// Device copies of recently used scalar values (alpha=1, lr, eps, ...):
+// scalar inputs are never donated, so one buffer serves every call.
+BufferPtr scalar_buffer(const void* bytes, ElemType type, int device) {
+  struct Key {
+    uint64_t bits;
+    int type, device;
+    bool operator==(const Key& o) const { return bits == o.bits && type == o.type && device == o.device; }
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.bits) ^ (k.type * 131 + k.device); }
+  };
+  static std::mutex mu;
+  static std::unordered_map<Key, BufferPtr, Hash> cache;
+  Key key{0, static_cast<int>(type), device};
+  std::memcpy(&key.bits, bytes, shlo::byte_size(type));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  BufferPtr b = runtime::upload(bytes, TensorType{type, {}}, device);
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 4096) cache.clear();  // bounded: a loop over ever-new values must not grow memory
+  cache.emplace(key, b);
+  return b;
+}
+
 class TableKernel final : public c10::OperatorKernel {
  public:
   explicit TableKernel(const ops::Lowering* lowering) : lowering_(lowering) {}
@@ -460,8 +494,12 @@ class TableKernel final : public c10::OperatorKernel {
                   "Expected all tensors to be on the same device, but found at least two devices, tpu:", dev, " and ",
                   t.device(), "! (only 0-dim CPU tensors can be mixed with tpu tensors)");
       append_tensor_key(key, 'c', t);
-      at::Tensor host = t.contiguous();
-      inputs.push_back(runtime::upload(host.data_ptr(), TensorType{elem_of(t.scalar_type()), {}}, dev));
+      ElemType et = elem_of(t.scalar_type());
+      if (shlo::byte_size(et) <= 8) {
+        inputs.push_back(scalar_buffer(t.const_data_ptr(), et, dev));
+      } else {
+        inputs.push_back(runtime::upload(t.const_data_ptr(), TensorType{et, {}}, dev));
+      }
     };
 
     for (size_t i = 0; i < n; ++i) {
@@ -507,16 +545,16 @@ class TableKernel final : public c10::OperatorKernel {
           if (s.isBoolean()) {
             key += 'b';
             bool b = s.toBool();
-            inputs.push_back(runtime::upload(&b, TensorType{ElemType::Pred, {}}, dev));
+            inputs.push_back(scalar_buffer(&b, ElemType::Pred, dev));
           } else if (s.isIntegral(false)) {
             key += 'i';
             int64_t x = s.toLong();
-            inputs.push_back(runtime::upload(&x, TensorType{ElemType::S64, {}}, dev));
+            inputs.push_back(scalar_buffer(&x, ElemType::S64, dev));
           } else {
             TORCH_CHECK(!s.isComplex(), "torch_tpu: complex scalars are not supported yet");
             key += 'f';
             double x = s.toDouble();
-            inputs.push_back(runtime::upload(&x, TensorType{ElemType::F64, {}}, dev));
+            inputs.push_back(scalar_buffer(&x, ElemType::F64, dev));
           }
           break;
         }
@@ -566,8 +604,11 @@ class TableKernel final : public c10::OperatorKernel {
       key += 'R';
       inputs.push_back(runtime::upload(state, TensorType{ElemType::U64, {2}}, dev));
     }
-    ops::MatmulPrecision precision = current_precision();
-    key += static_cast<char>('0' + static_cast<int>(precision));
+    ops::MatmulPrecision precision = ops::MatmulPrecision::Highest;
+    if (lowering_->flags & ops::kUsesMatmulPrecision) {
+      precision = current_precision();
+      key += static_cast<char>('0' + static_cast<int>(precision));
+    }
 
     auto compiled = runtime::get_or_compile(key, [&] { return build(op, args, inputs, precision, skip_self); });
 

@@ -342,8 +342,8 @@ std::vector<Value> adaptive_avg_pool_backward(LowerCtx& c) {
 }  // namespace
 
 void append_conv(std::vector<Lowering>& t) {
-  t.push_back({"convolution", conv_forward, {"convolution_overrideable"}, 0, conv_infer});
-  t.push_back({"convolution_backward", conv_backward, {"convolution_backward_overrideable"}, 0, conv_backward_infer});
+  t.push_back({"convolution", conv_forward, {"convolution_overrideable"}, kUsesMatmulPrecision, conv_infer});
+  t.push_back({"convolution_backward", conv_backward, {"convolution_backward_overrideable"}, kUsesMatmulPrecision, conv_backward_infer});
   t.push_back({"batch_norm", batch_norm, {"native_batch_norm"}, 0, nullptr, {3, 4}});
   t.push_back({"batch_norm_backward", batch_norm_backward, {"native_batch_norm_backward"}});
   t.push_back({"adaptive_avg_pool", adaptive_avg_pool, {"_adaptive_avg_pool2d", "_adaptive_avg_pool3d"}});

@@ -69,6 +69,8 @@ constexpr unsigned kScalarValuesInKey = 2;
 // The op draws from the default generator without a Generator argument
 // (native_dropout): the runtime passes a state in LowerCtx::rng.
 constexpr unsigned kUsesDefaultRng = 4;
+// Float32 dots/convolutions follow torch.get_float32_matmul_precision().
+constexpr unsigned kUsesMatmulPrecision = 8;
 
 // Result types for ops PyTorch has no meta function for (convolution_overrideable).
 using InferFn = std::vector<TensorType> (*)(LowerCtx&);

@@ -69,13 +69,13 @@ std::vector<Value> addmv(LowerCtx& c) {
 }  // namespace
 
 void append_matmul(std::vector<Lowering>& t) {
-  t.push_back({"mm", mm, {"mm", "mm.out"}});
-  t.push_back({"bmm", bmm, {"bmm", "bmm.out"}});
-  t.push_back({"addmm", addmm, {"addmm", "addmm.out", "addmm_"}});
-  t.push_back({"baddbmm", baddbmm, {"baddbmm", "baddbmm.out", "baddbmm_"}});
-  t.push_back({"mv", mv, {"mv", "mv.out"}});
-  t.push_back({"dot", dot1d, {"dot", "dot.out", "vdot"}});
-  t.push_back({"addmv", addmv, {"addmv", "addmv.out", "addmv_"}});
+  t.push_back({"mm", mm, {"mm", "mm.out"}, kUsesMatmulPrecision});
+  t.push_back({"bmm", bmm, {"bmm", "bmm.out"}, kUsesMatmulPrecision});
+  t.push_back({"addmm", addmm, {"addmm", "addmm.out", "addmm_"}, kUsesMatmulPrecision});
+  t.push_back({"baddbmm", baddbmm, {"baddbmm", "baddbmm.out", "baddbmm_"}, kUsesMatmulPrecision});
+  t.push_back({"mv", mv, {"mv", "mv.out"}, kUsesMatmulPrecision});
+  t.push_back({"dot", dot1d, {"dot", "dot.out", "vdot"}, kUsesMatmulPrecision});
+  t.push_back({"addmv", addmv, {"addmv", "addmv.out", "addmv_"}, kUsesMatmulPrecision});
 }
 
 }  // namespace ttpu::ops
