@@ -57,6 +57,13 @@ constexpr int kMinimumApiMinor = 81;
 
 const char kCompileOptions[] = {0x1a, 0x04, 0x20, 0x01, 0x28, 0x01, 0x20, 0x01};
 
+void destroy_error(const PJRT_Api* api, PJRT_Error* e) {
+  if (!e) return;
+  auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
+  d.error = e;
+  api->PJRT_Error_Destroy(&d);
+}
+
 }  // namespace
 
 void disable_after_fork() { g_api = nullptr; }
@@ -65,12 +72,7 @@ Buffer::~Buffer() {
   if (raw_ && g_api) {
     auto a = zeroed<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
     a.buffer = raw_;
-    PJRT_Error* e = g_api->PJRT_Buffer_Destroy(&a);
-    if (e) {
-      auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
-      d.error = e;
-      g_api->PJRT_Error_Destroy(&d);
-    }
+    destroy_error(g_api, g_api->PJRT_Buffer_Destroy(&a));
   }
 }
 
@@ -78,12 +80,7 @@ Executable::~Executable() {
   if (raw_ && g_api) {
     auto a = zeroed<PJRT_LoadedExecutable_Destroy_Args>(PJRT_LoadedExecutable_Destroy_Args_STRUCT_SIZE);
     a.executable = raw_;
-    PJRT_Error* e = g_api->PJRT_LoadedExecutable_Destroy(&a);
-    if (e) {
-      auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
-      d.error = e;
-      g_api->PJRT_Error_Destroy(&d);
-    }
+    destroy_error(g_api, g_api->PJRT_LoadedExecutable_Destroy(&a));
   }
 }
 
@@ -96,9 +93,7 @@ void Client::check(PJRT_Error* err, const char* what) const {
   auto c = zeroed<PJRT_Error_GetCode_Args>(PJRT_Error_GetCode_Args_STRUCT_SIZE);
   c.error = err;
   int code = api_->PJRT_Error_GetCode(&c) ? 0 : static_cast<int>(c.code);
-  auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
-  d.error = err;
-  api_->PJRT_Error_Destroy(&d);
+  destroy_error(api_, err);
   std::string full = std::string("torch_tpu: PJRT ") + what + " failed: " + msg;
   if (code == PJRT_Error_Code_RESOURCE_EXHAUSTED) throw OutOfMemory(full, code);
   throw Error(full, code);
@@ -306,9 +301,7 @@ bool event_ready(const PJRT_Api* api, PJRT_Event* ev) {
   r.event = ev;
   PJRT_Error* e = api->PJRT_Event_IsReady(&r);
   if (e) {
-    auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
-    d.error = e;
-    api->PJRT_Error_Destroy(&d);
+    destroy_error(api, e);
     return true;
   }
   return r.is_ready;
@@ -363,10 +356,8 @@ void Client::synchronize(int device) {
       } catch (const Error& err) {
         first_error = err.what();
       }
-    } else if (e) {
-      auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
-      d.error = e;
-      api_->PJRT_Error_Destroy(&d);
+    } else {
+      destroy_error(api_, e);
     }
   }
   if (!first_error.empty()) throw Error(first_error, 0);
@@ -377,9 +368,7 @@ int64_t Client::device_bytes_in_use(int device) const {
   a.device = devices_.at(device);
   PJRT_Error* e = api_->PJRT_Device_MemoryStats(&a);
   if (e) {
-    auto d = zeroed<PJRT_Error_Destroy_Args>(PJRT_Error_Destroy_Args_STRUCT_SIZE);
-    d.error = e;
-    api_->PJRT_Error_Destroy(&d);
+    destroy_error(api_, e);
     return -1;
   }
   return a.bytes_in_use;
