@@ -315,6 +315,9 @@ void append_tensor_key(std::string& key, char tag, const at::Tensor& t) {
   key += ';';
 }
 
+// An entry of a Tensor?[] list that holds no tensor (None or undefined).
+bool absent(const c10::IValue& e) { return e.isNone() || (e.isTensor() && !e.toTensor().defined()); }
+
 at::Tensor to_meta(const at::Tensor& t) {
   if (!t.defined() || !t.is_privateuseone()) return t;
   return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
@@ -342,8 +345,15 @@ std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRe
       ms.emplace_back(l);
     } else if (v.isList() && plan.args[i].kind == AK::OptTensorList) {
       c10::List<std::optional<at::Tensor>> l;
-      for (const c10::IValue& e : v.toListRef())
-        l.push_back(e.isNone() ? std::optional<at::Tensor>() : std::optional<at::Tensor>(to_meta(e.toTensor())));
+      for (const c10::IValue& e : v.toListRef()) {
+        if (absent(e)) {
+          l.push_back(std::nullopt);
+          continue;
+        }
+        const at::Tensor& t = e.toTensor();
+        l.push_back(t.is_cpu() && t.dim() > 0 ? at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta))
+                                              : to_meta(t));
+      }
       ms.emplace_back(l);
     } else if (plan.args[i].kind == AK::Generator) {
       ms.emplace_back(c10::IValue());
@@ -479,7 +489,7 @@ class TableKernel final : public c10::OperatorKernel {
     int64_t first_numel = -1;
     bool skip_self = (lowering_->flags & ops::kNoReadSelf) && plan_.variant == Variant::Inplace;
 
-    auto add_tensor = [&](const at::Tensor& t, bool is_self) {
+    auto add_tensor = [&](const at::Tensor& t, bool is_self, bool host_ok = false) {
       if (first_numel < 0) first_numel = t.numel();
       if (t.is_privateuseone()) {
         if (is_self && skip_self) {
@@ -488,6 +498,12 @@ class TableKernel final : public c10::OperatorKernel {
         }
         append_tensor_key(key, 'T', t);
         inputs.push_back(read(t));
+        return;
+      }
+      if (host_ok && t.dim() > 0) {  // index tensors may live on the host, as with CUDA
+        append_tensor_key(key, 'h', t);
+        at::Tensor host = t.contiguous();
+        inputs.push_back(runtime::upload(host.const_data_ptr(), TensorType{elem_of(t.scalar_type()), t.sizes().vec()}, dev));
         return;
       }
       TORCH_CHECK(t.dim() == 0,
@@ -534,8 +550,8 @@ class TableKernel final : public c10::OperatorKernel {
         case AK::OptTensorList: {
           key += 'P';
           for (const c10::IValue& e : v.toListRef()) {
-            if (e.isNone()) key += 'n';
-            else add_tensor(e.toTensor(), false);
+            if (absent(e)) key += 'n';
+            else add_tensor(e.toTensor(), false, /*host_ok=*/true);
           }
           break;
         }
@@ -648,13 +664,14 @@ class TableKernel final : public c10::OperatorKernel {
         case AK::OptTensorList:
           a.kind = ops::Arg::TensorList;
           for (const c10::IValue& e : v.toListRef()) {
-            a.present.push_back(!e.isNone());
-            if (!e.isNone()) a.values.push_back(take());
+            a.present.push_back(!absent(e));
+            if (!absent(e)) a.values.push_back(take());
           }
           break;
         case AK::Scalar:
           a.kind = ops::Arg::Scalar;
           a.scalar_is_float = v.toScalar().isFloatingPoint();
+          a.scalar_value = v.toScalar().isComplex() ? 0.0 : v.toScalar().toDouble();
           a.values.push_back(take());
           break;
         case AK::ScalarList:

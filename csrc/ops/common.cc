@@ -218,6 +218,7 @@ const std::vector<Lowering>& lowering_table() {
     append_random(t);
     append_index(t);
     append_conv(t);
+    append_sort_scan(t);
     return t;
   }();
   return table;

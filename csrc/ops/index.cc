@@ -1,6 +1,7 @@
 // Indexing along one dimension: gather, scatter (overwrite and add),
 // index_select. Indices become full coordinate vectors: the indexed dim takes
 // the index values, every other dim its own position (iota).
+#include <algorithm>
 #include <stdexcept>
 
 #include "ops/lowering.h"
@@ -136,9 +137,105 @@ std::vector<Value> embedding_dense_backward(LowerCtx& c) {
   return {b.convert(grad, out.elem)};
 }
 
+// Advanced indexing with integer index tensors (Tensor?[] indices): the
+// indexed dims take broadcast index tensors; the result puts the broadcast
+// dims where PyTorch does (at the first indexed dim when the indexed dims are
+// adjacent, else in front).
+struct AdvancedIndex {
+  std::vector<int64_t> indexed;      // operand dims that are indexed
+  std::vector<int64_t> batch;        // broadcast shape of the index tensors
+  Value coords;                      // [batch..., k] s64
+  std::vector<int64_t> window_dims;  // positions of the non-indexed dims in the result
+  std::vector<int64_t> slice_sizes;
+};
+
+AdvancedIndex advanced_index(LowerCtx& c, const Value& x, size_t list_arg) {
+  Builder& b = c.b;
+  const Arg& a = c.args.at(list_arg);
+  AdvancedIndex ai;
+  std::vector<Value> idx;
+  size_t v = 0;
+  for (size_t d = 0; d < a.present.size(); ++d) {
+    if (!a.present[d]) continue;
+    const Value& t = a.values.at(v++);
+    if (t.type.elem == ElemType::Pred)
+      throw std::runtime_error("indexing with a boolean mask is data-dependent and not lowered yet");
+    ai.indexed.push_back(static_cast<int64_t>(d));
+    idx.push_back(t);
+  }
+  // broadcast shape of all index tensors
+  for (const auto& t : idx) {
+    std::vector<int64_t> out = ai.batch;
+    size_t r = std::max(out.size(), t.type.dims.size());
+    std::vector<int64_t> res(r, 1);
+    for (size_t i = 0; i < r; ++i) {
+      int64_t x1 = i < r - out.size() ? 1 : out[i - (r - out.size())];
+      int64_t x2 = i < r - t.type.dims.size() ? 1 : t.type.dims[i - (r - t.type.dims.size())];
+      if (x1 != x2 && x1 != 1 && x2 != 1) throw std::runtime_error("shape mismatch: indexing tensors could not be broadcast together");
+      res[i] = std::max(x1, x2);
+    }
+    ai.batch = res;
+  }
+  std::vector<int64_t> with_one = ai.batch;
+  with_one.push_back(1);
+  std::vector<Value> parts;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    Value w = wrap_negative(b, idx[k], x.type.dims[ai.indexed[k]]);
+    parts.push_back(b.reshape(b.broadcast_to(w, ai.batch), with_one));
+  }
+  ai.coords = b.concatenate(parts, static_cast<int64_t>(ai.batch.size()));
+  bool adjacent = true;
+  for (size_t k = 1; k < ai.indexed.size(); ++k) adjacent = adjacent && ai.indexed[k] == ai.indexed[k - 1] + 1;
+  int64_t nb = static_cast<int64_t>(ai.batch.size());
+  int64_t pos = 0;
+  for (int64_t d = 0; d < x.type.rank(); ++d) {
+    bool is_indexed = std::find(ai.indexed.begin(), ai.indexed.end(), d) != ai.indexed.end();
+    ai.slice_sizes.push_back(is_indexed ? 1 : x.type.dims[d]);
+    if (is_indexed) continue;
+    if (adjacent && !ai.indexed.empty() && d > ai.indexed.front()) ai.window_dims.push_back(pos + nb);
+    else if (adjacent) ai.window_dims.push_back(pos);
+    else ai.window_dims.push_back(pos + nb);
+    ++pos;
+  }
+  return ai;
+}
+
+std::vector<Value> index_tensor(LowerCtx& c) {
+  Builder& b = c.b;
+  Value x = c.t(0);
+  AdvancedIndex ai = advanced_index(c, x, 1);
+  std::string dn = "offset_dims = " + shlo::fmt_dims(ai.window_dims) + ", collapsed_slice_dims = " +
+                   shlo::fmt_dims(ai.indexed) + ", start_index_map = " + shlo::fmt_dims(ai.indexed) +
+                   ", index_vector_dim = " + std::to_string(ai.batch.size());
+  return {b.gather(x, ai.coords, c.out(), dn, ai.slice_sizes)};
+}
+
+std::vector<Value> index_put(LowerCtx& c) {
+  // index_put(self, indices, values, accumulate) / _index_put_impl_(self, indices, values, accumulate, unsafe)
+  Builder& b = c.b;
+  Value x = c.t(0);
+  AdvancedIndex ai = advanced_index(c, x, 1);
+  // The shape the indexed result would have, to broadcast values into.
+  std::vector<int64_t> result(ai.batch.size() + ai.window_dims.size(), 0);
+  size_t w = 0;
+  for (int64_t d = 0; d < x.type.rank(); ++d)
+    if (std::find(ai.indexed.begin(), ai.indexed.end(), d) == ai.indexed.end()) result[ai.window_dims[w++]] = x.type.dims[d];
+  size_t bi = 0;
+  for (size_t i = 0; i < result.size(); ++i)
+    if (std::find(ai.window_dims.begin(), ai.window_dims.end(), (int64_t)i) == ai.window_dims.end()) result[i] = ai.batch[bi++];
+  Value vals = b.broadcast_to(b.convert(c.t(2), x.type.elem), result);
+  std::string dn = "update_window_dims = " + shlo::fmt_dims(ai.window_dims) + ", inserted_window_dims = " +
+                   shlo::fmt_dims(ai.indexed) + ", scatter_dims_to_operand_dims = " + shlo::fmt_dims(ai.indexed) +
+                   ", index_vector_dim = " + std::to_string(ai.batch.size());
+  shlo::Reducer add = shlo::Reducer::Add;
+  return {b.scatter(x, ai.coords, vals, dn, c.flag(3) ? &add : nullptr)};
+}
+
 }  // namespace
 
 void append_index(std::vector<Lowering>& t) {
+  t.push_back({"index", index_tensor, {"index.Tensor", "index.Tensor_out"}});
+  t.push_back({"index_put", index_put, {"index_put", "_index_put_impl_", "index_put.out"}});
   t.push_back({"embedding_dense_backward", embedding_dense_backward, {"embedding_dense_backward"}});
   t.push_back({"gather", gather, {"gather", "gather.out"}});
   t.push_back({"scatter", [](LowerCtx& c) { return scatter_impl(c, false, false); },

@@ -32,6 +32,7 @@ struct Arg {
   std::vector<int64_t> ints;
   ElemType dtype = ElemType::F32;
   bool scalar_is_float = false;  // Scalar: the Python value was a float
+  double scalar_value = 0;       // Scalar: its value, usable only with kScalarValuesInKey
 };
 
 enum class MatmulPrecision { Highest, High, Medium };
@@ -100,6 +101,7 @@ void append_shape(std::vector<Lowering>& t);
 void append_random(std::vector<Lowering>& t);
 void append_index(std::vector<Lowering>& t);
 void append_conv(std::vector<Lowering>& t);
+void append_sort_scan(std::vector<Lowering>& t);
 
 // Helpers shared by lowerings.
 Value to_type(Builder& b, const Value& v, ElemType t);

@@ -1,4 +1,5 @@
 // Neural-network lowerings: softmax family and negative log likelihood.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/lowering.h"
@@ -216,9 +217,41 @@ std::vector<Value> layer_norm_backward(LowerCtx& c) {
   return {b.convert(gi, c.out(0).elem), grad_w, grad_b};
 }
 
+// Reduction modes of the losses: 0 none, 1 mean, 2 sum.
+Value reduce_loss(Builder& b, const Value& l, int64_t reduction) {
+  if (reduction == 0) return l;
+  std::vector<int64_t> all;
+  for (int i = 0; i < l.type.rank(); ++i) all.push_back(i);
+  Value s = b.reduce(l, b.constant(0, l.type.elem), all, Reducer::Add);
+  if (reduction == 1) s = b.div(s, b.constant(static_cast<double>(std::max<int64_t>(l.type.numel(), 1)), l.type.elem));
+  return s;
+}
+
+std::vector<Value> mse_loss(LowerCtx& c) {
+  // mse_loss(self, target, reduction)
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out().elem);
+  TensorType full{acc, c.t(0).type.dims};
+  Value d = b.sub(broadcast_convert(b, c.t(0), full), broadcast_convert(b, c.t(1), full));
+  return {b.convert(b.reshape(reduce_loss(b, b.mul(d, d), c.i(2)), c.out().dims), c.out().elem)};
+}
+
+std::vector<Value> mse_loss_backward(LowerCtx& c) {
+  // mse_loss_backward(grad_output, self, target, reduction)
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out().elem);
+  TensorType full{acc, c.out().dims};
+  Value d = b.sub(broadcast_convert(b, c.t(1), full), broadcast_convert(b, c.t(2), full));
+  Value g = broadcast_convert(b, c.t(0), full);
+  double scale = c.i(3) == 1 ? 2.0 / std::max<int64_t>(full.numel(), 1) : 2.0;
+  return {b.convert(b.mul(b.mul(g, d), b.constant(scale, acc, full.dims)), c.out().elem)};
+}
+
 }  // namespace
 
 void append_nn(std::vector<Lowering>& t) {
+  t.push_back({"mse_loss", mse_loss, {"mse_loss", "mse_loss.out"}});
+  t.push_back({"mse_loss_backward", mse_loss_backward, {"mse_loss_backward", "mse_loss_backward.grad_input"}});
   t.push_back({"layer_norm", layer_norm, {"native_layer_norm"}});
   t.push_back({"layer_norm_backward", layer_norm_backward, {"native_layer_norm_backward"}});
   t.push_back({"softmax", [](LowerCtx& c) { return softmax(c, false); }, {"_softmax", "_softmax.out"}});

@@ -124,9 +124,35 @@ std::vector<Value> any_all(LowerCtx& c, bool is_any) {
   return {c.b.convert(c.b.reshape(r, c.out().dims), c.out().elem)};
 }
 
+std::vector<Value> vector_norm(LowerCtx& c) {
+  // linalg_vector_norm(self, ord, dim?, keepdim, dtype?); ord's value is part of the key.
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out().elem);
+  Value x = b.unary("abs", b.convert(c.t(0), acc));
+  auto dims = reduce_dims(c, 2, x.type.rank());
+  double ord = c.args[1].scalar_value;
+  Value r;
+  if (std::isinf(ord)) {
+    r = b.reduce(x, b.constant(ord > 0 ? 0.0 : INFINITY, acc), dims, ord > 0 ? shlo::Reducer::Max : shlo::Reducer::Min);
+  } else if (ord == 0) {
+    Value nz = b.convert(b.compare(shlo::Compare::NE, x, b.constant(0, acc, x.type.dims)), acc);
+    r = b.reduce(nz, b.constant(0, acc), dims, shlo::Reducer::Add);
+  } else if (ord == 1) {
+    r = b.reduce(x, b.constant(0, acc), dims, shlo::Reducer::Add);
+  } else if (ord == 2) {
+    r = b.unary("sqrt", b.reduce(b.mul(x, x), b.constant(0, acc), dims, shlo::Reducer::Add));
+  } else {
+    Value p = b.constant(ord, acc, x.type.dims);
+    Value s = b.reduce(b.binary("power", x, p), b.constant(0, acc), dims, shlo::Reducer::Add);
+    r = b.binary("power", s, b.constant(1.0 / ord, acc, s.type.dims));
+  }
+  return {b.convert(b.reshape(r, c.out().dims), c.out().elem)};
+}
+
 }  // namespace
 
 void append_reductions(std::vector<Lowering>& t) {
+  t.push_back({"vector_norm", vector_norm, {"linalg_vector_norm", "linalg_vector_norm.out"}, kScalarValuesInKey});
   t.push_back({"sum", sum, {"sum.dim_IntList", "sum.IntList_out", "sum"}});
   t.push_back({"mean", mean, {"mean.dim", "mean.out", "mean"}});
   t.push_back({"prod", prod, {"prod.dim_int", "prod.int_out", "prod"}});

@@ -41,6 +41,13 @@ std::vector<Value> triangle(LowerCtx& c, bool lower) {
 
 void append_shape(std::vector<Lowering>& t) {
   t.push_back({"cat", cat, {"cat", "cat.out"}});
+  t.push_back({"flip", [](LowerCtx& c) -> std::vector<Value> {
+                 Value x = c.t(0);
+                 auto dims = wrap_dims(c.ints(1), x.type.rank());
+                 if (c.ints(1).empty() || x.type.rank() == 0) return {x};
+                 return {c.b.op("reverse", {x}, x.type, "dimensions = " + shlo::int_array(dims))};
+               },
+               {"flip", "flip.out"}});
   t.push_back({"tril", [](LowerCtx& c) { return triangle(c, true); }, {"tril", "tril_", "tril.out"}});
   t.push_back({"triu", [](LowerCtx& c) { return triangle(c, false); }, {"triu", "triu_", "triu.out"}});
 }

@@ -119,9 +119,10 @@ class Builder {
                      const std::vector<int>& donated_arg_for_result = {}) const;
 
   int num_args() const { return static_cast<int>(args_.size()); }
+  // A new unique SSA name, for lowerings that write region bodies themselves.
+  std::string fresh();
 
  private:
-  std::string fresh();
   std::string region_binary(const char* opname, ElemType t);  // ^bb with one binary op
   std::vector<TensorType> args_;
   std::string body_;
