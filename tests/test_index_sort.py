@@ -70,3 +70,19 @@ def test_clip_grad_norm_and_mse():
         return loss, total, lin.weight.grad, lin.bias.grad
     from _helpers import check_scenario
     check_scenario(fn, atol=1e-5, rtol=1e-4)
+
+
+def test_boolean_mask_index_and_setitem():
+    def fn(x):
+        y = x.clone()
+        m = y > 0.2
+        picked = y[m]
+        y[m] = 0.0
+        y[y < -0.5] += 1.0
+        return picked, y, torch.nonzero(m), torch.masked_select(x, m)
+    check(fn, make_tensor((4, 5)))
+
+
+def test_mask_on_leading_dims_and_backward():
+    mask = torch.tensor([True, False, True])
+    check(lambda x: x[mask] * 2, leaf((3, 4)))

@@ -1,6 +1,7 @@
 // ATen kernels for PrivateUse1 ('tpu'): storage and view primitives, copies,
 // the table kernel that runs every lowering, and the fallback for the rest.
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/InferSize.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
@@ -795,6 +796,65 @@ class TableKernel final : public c10::OperatorKernel {
 };
 
 // ---------------------------------------------------------------------------
+// Data-dependent shapes: explicit host paths that synchronise.
+
+// nonzero: the result's size depends on the values, so it is computed on the
+// host from a device-to-host copy (a sync point, as on CUDA).
+at::Tensor nonzero_host(const at::Tensor& self) {
+  at::Tensor host = self.to(at::kCPU);
+  return at::nonzero(host).to(self.device());
+}
+
+at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  at::Tensor r = nonzero_host(self);
+  at::native::resize_output(out, r.sizes());
+  out.copy_(r);
+  return out;
+}
+
+// Boolean masks inside index lists become integer indices (one per mask dim)
+// through nonzero; the table kernel then handles the integer indices.
+class MaskExpandingKernel final : public c10::OperatorKernel {
+ public:
+  explicit MaskExpandingKernel(const ops::Lowering* lowering) : inner_(lowering) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+    const auto& schema_args = op.schema().arguments();
+    for (size_t i = 0; i < schema_args.size(); ++i) {
+      c10::IValue& v = (*stack)[stack->size() - schema_args.size() + i];
+      if (!v.isList() || schema_args[i].name() != "indices") continue;
+      c10::List<std::optional<at::Tensor>> expanded;
+      bool changed = false;
+      for (const c10::IValue& e : v.toListRef()) {
+        if (absent(e)) {
+          expanded.push_back(std::nullopt);
+          continue;
+        }
+        const at::Tensor& t = e.toTensor();
+        if (t.scalar_type() != at::kBool && t.scalar_type() != at::kByte) {
+          expanded.push_back(t);
+          continue;
+        }
+        changed = true;
+        at::Tensor nz = at::nonzero(t.is_cpu() ? t : t.to(at::kCPU));
+        for (int64_t j = 0; j < t.dim(); ++j) expanded.push_back(nz.select(1, j));
+      }
+      if (changed) v = c10::IValue(expanded);
+    }
+    inner_(op, ks, stack);
+  }
+
+ private:
+  TableKernel inner_;
+};
+
+at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  auto shape = at::infer_size(self.sizes(), mask.sizes());
+  c10::List<std::optional<at::Tensor>> idx;
+  idx.push_back(mask.expand(shape));
+  return at::index(self.expand(shape), idx);
+}
+
+// ---------------------------------------------------------------------------
 // Fallback for every op without a lowering.
 
 bool cpu_fallback_enabled() {
@@ -844,6 +904,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("nonzero", nonzero_host);
+  m.impl("nonzero.out", nonzero_out);
+  m.impl("masked_select", masked_select);
 
   auto& dispatcher = c10::Dispatcher::singleton();
   for (const auto& lowering : ops::lowering_table()) {
@@ -853,6 +916,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       std::string base = "aten::" + full.substr(0, dot);
       std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
       if (!dispatcher.findSchema({base, overload}).has_value()) continue;  // not in this torch version
+      if (std::string(lowering.name) == "index" || std::string(lowering.name) == "index_put") {
+        m.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<MaskExpandingKernel>(&lowering)));
+        continue;
+      }
       m.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<TableKernel>(&lowering)));
     }
   }
