@@ -39,6 +39,8 @@ def _register() -> None:
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=False)
     _printing.install()
+    from . import execution_mode
+    execution_mode._init_from_env()
     _registered = True
 
 
@@ -46,3 +48,4 @@ _register()
 
 from .device_module import compile_stats, synchronize  # noqa: E402
 from . import device_module  # noqa: E402
+from . import execution_mode  # noqa: E402

@@ -497,5 +497,8 @@ PYBIND11_MODULE(_C, m) {
     return d;
   });
   m.def("_clear_executable_cache", [] { runtime::clear_cache(); });
+  m.def("_set_mode", [](int mode) { runtime::set_mode(static_cast<runtime::Mode>(mode)); });
+  m.def("_get_mode", [] { return static_cast<int>(runtime::mode()); });
+  m.def("_set_debug_nans", [](bool on) { runtime::set_debug_nans(on); });
   m.def("_storage_has_buffer", [](const at::Tensor& t) { return aten::handle_of(t).buffer != nullptr; });
 }

@@ -633,9 +633,26 @@ class TableKernel final : public c10::OperatorKernel {
     raw.reserve(inputs.size());
     for (auto& b : inputs) raw.push_back(b.get());
     std::vector<BufferPtr> outputs = runtime::execute(*compiled, raw, dev);
+    if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, compiled->output_present);
 
     torch::jit::drop(*stack, n);
     deliver(args, outputs, compiled->output_present, stack);
+  }
+
+  // Debug mode: wait for this op, so a runtime failure is reported here, and
+  // optionally reject NaN/Inf results.
+  void debug_check(const c10::OperatorHandle& op, const std::vector<BufferPtr>& outputs,
+                   const std::vector<bool>& present) {
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      runtime::client().await_ready(*outputs[k]);
+      if (!runtime::debug_nans() || (k < present.size() && !present[k])) continue;
+      ElemType e = outputs[k]->type().elem;
+      if (!shlo::is_float(e) || outputs[k]->type().numel() == 0) continue;
+      at::Tensor host = at::empty(outputs[k]->type().dims, at::TensorOptions().dtype(scalar_type_of(e)));
+      runtime::download(*outputs[k], host.data_ptr());
+      TORCH_CHECK(host.isfinite().all().item<bool>(), "torch_tpu (TORCH_TPU_DEBUG_NANS): result ", k, " of ",
+                  op.schema().operator_name(), " contains NaN or Inf");
+    }
   }
 
   runtime::BuiltModule build(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,

@@ -33,7 +33,15 @@ struct ForkHandlerInstaller {
   ForkHandlerInstaller() { pthread_atfork(nullptr, nullptr, on_fork_child); }
 } g_fork_handler;
 
+std::atomic<int> g_mode{0};
+std::atomic<bool> g_debug_nans{false};
+
 }  // namespace
+
+Mode mode() { return static_cast<Mode>(g_mode.load(std::memory_order_relaxed)); }
+void set_mode(Mode m) { g_mode.store(static_cast<int>(m)); }
+bool debug_nans() { return g_debug_nans.load(std::memory_order_relaxed); }
+void set_debug_nans(bool on) { g_debug_nans.store(on); }
 
 void set_plugin_config(const pjrt::PluginConfig& config) {
   std::lock_guard<std::mutex> lock(g_client_mutex);

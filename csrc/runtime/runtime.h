@@ -67,6 +67,15 @@ std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buf
 BufferPtr upload(const void* data, const TensorType& type, int device);
 void download(const pjrt::Buffer& buffer, void* dst);
 
+// Execution mode: Strict (asynchronous, default) or Debug (every op waits for
+// its own completion so errors surface at the op that caused them; optional
+// NaN/Inf check of every floating-point result).
+enum class Mode : int { Strict = 0, Debug = 1, DeferAndFuse = 2 };
+Mode mode();
+void set_mode(Mode m);
+bool debug_nans();
+void set_debug_nans(bool on);
+
 // Set by the fork handler: the child of a fork must not touch the parent's client.
 bool forked_after_init();
 

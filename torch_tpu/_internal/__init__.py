@@ -1,0 +1,1 @@
+"""TorchTPU-compatible import paths."""
