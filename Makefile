@@ -11,7 +11,7 @@ VPY := $(VENV)/bin/python
 SRCS := $(shell find csrc -name '*.cc' -o -name '*.cpp' -o -name '*.h') setup.py
 BUILD_ENV := TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2
 
-.PHONY: demo test test-all bench build clean
+.PHONY: demo test test-all bench conformance build clean
 
 $(VENV_DIR)/.complete: requirements.txt pyproject.toml
 	@test -x $(VENV_DIR)/bin/python || $(PYTHON) -m venv $(VENV_DIR)
@@ -41,6 +41,11 @@ test-all: build
 
 bench: build
 	$(VPY) bench/run.py
+
+# Full OpInfo conformance run (float32/bf16/f16, forward and gradients);
+# writes build/conformance/report.json and prints the summary line.
+conformance: build
+	$(VPY) tools/conformance.py --dtypes float32,bfloat16,float16 --grad --jobs 2
 
 clean:
 	rm -rf build torch_tpu/_C*.so torch_tpu/.built

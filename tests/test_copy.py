@@ -435,3 +435,28 @@ def test_live_tensors_do_not_overlap():
         assert start != 0
     for (_, end), (next_start, _) in zip(ranges, ranges[1:]):
         assert end <= next_start, f"overlapping allocations: {ranges}"
+
+
+@pytest.mark.parametrize("map_location", [None, "cpu"])
+def test_save_load_round_trip_keeps_views_shared(tmp_path, map_location):
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4).to("tpu")
+    state = {"base": base, "row": base[1], "col_t": base.t()[2], "half": base.to(torch.bfloat16)}
+    torch.save(state, tmp_path / "s.pt")
+    loaded = torch.load(tmp_path / "s.pt", map_location=map_location)
+    expect_device = "cpu" if map_location == "cpu" else "tpu"
+    for k, v in state.items():
+        assert loaded[k].device.type == expect_device
+        assert loaded[k].dtype == v.dtype and loaded[k].shape == v.shape
+        torch.testing.assert_close(loaded[k].cpu(), v.cpu(), rtol=0, atol=0)
+    # views saved together come back sharing one storage, as on CPU
+    loaded["row"].fill_(-1)
+    assert loaded["base"][1].cpu().eq(-1).all()
+    assert loaded["col_t"].untyped_storage().data_ptr() == loaded["base"].untyped_storage().data_ptr()
+
+
+def test_untyped_storage_on_device():
+    s = torch.UntypedStorage(16, device="tpu")
+    assert s.device.type == "tpu" and s.nbytes() == 16
+    s.copy_(torch.arange(4, dtype=torch.int32).untyped_storage())
+    t = torch.empty(0, dtype=torch.int32, device="tpu").set_(s)
+    assert t.cpu().tolist() == [0, 1, 2, 3]

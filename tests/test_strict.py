@@ -11,6 +11,15 @@ from test_errors import run_python
 pytestmark = tpu_only
 
 
+@pytest.fixture(autouse=True)
+def strict_mode():
+    """These tests count per-op executables, so they run in STRICT whatever
+    mode the environment chose for the rest of the suite."""
+    from torch_tpu.execution_mode import EagerMode, eager_mode
+    with eager_mode(EagerMode.STRICT):
+        yield
+
+
 def compiles():
     return torch.tpu.compile_stats()["compiles"] if ON_TPU else 0
 

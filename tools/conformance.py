@@ -30,18 +30,42 @@ Usage::
   the exit status is 1 when an op fails that is not listed there
   (unexpected passes are only reported).
 
+Summary (printed last, also in the report)::
+
+    conformance float32 forward: X/Y ops fully passing (P%), S/T samples
+        (+R random ops shape/dtype-checked); gradients: ...
+
+Y counts the ops with at least one compared sample; T the compared samples
+(passed + failed).  Samples the CPU oracle itself rejects, and ops or dtypes
+the OpInfo does not support on CPU, are skipped.
+
+Comparison: ``assert_close(actual.cpu(), expected)`` with the TOLERANCES
+below (float32 forward rtol 1e-4 / atol 1e-5, bfloat16/float16 2e-2),
+tuples/lists/dicts elementwise, non-tensors with ``==``.  Gradients: the
+sample's ``output_process_fn_grad`` output, one cotangent per
+differentiable output (seeded randn, the same on both devices),
+``torch.autograd.grad`` with respect to every input tensor that requires
+grad; an unused input counts as a zero gradient.
+
 Random ops (``rand*``, ``normal``, ``bernoulli``, ``*dropout*``,
 ``multinomial``, ...) and ops returning uninitialised memory (``empty*``)
 cannot be compared value by value: only the shape and dtype of their
 outputs are checked, their gradients are not, and the report marks them
-``random``.  Deterministic factory functions (``arange``, ``zeros``,
-``full``, ``linspace``...) are compared by value, with their ``device``
-argument pointed at 'tpu'.
+``random``.  So are single samples that ask for dropout
+(``scaled_dot_product_attention(dropout_p>0)``...), which count as skipped.
+Deterministic factory functions (``arange``, ``zeros``, ``full``,
+``linspace``...) are compared by value, their ``device`` argument pointed
+at 'tpu'.  Tensors that a sample function creates on CPU whatever the
+device (``tensor_split``'s index tensor...) stay on CPU: the sample
+function is replayed for device 'meta' to find them.
 
 A failed CHECK in the PJRT plugin aborts the process, so the ops run in
 worker subprocesses (``--chunk`` ops each, ``--jobs`` at a time); when a
 worker dies, the unit (op, dtype, mode) it was running is recorded as
-``crash`` and a new worker carries on with the next one.
+``crash`` and a new worker carries on with the next one; a unit stuck
+for ``--unit-timeout`` seconds is killed and recorded as ``timeout``.
+``TTPU_CONFORMANCE_ABORT_ON=<op>`` makes a worker abort on that op, to
+exercise this recovery.
 """
 from __future__ import annotations
 
@@ -78,10 +102,13 @@ TOLERANCES = {
     "float64": {"forward": (1e-7, 1e-7), "grad": (1e-7, 1e-7)},
     "bfloat16": {"forward": (2e-2, 2e-2), "grad": (5e-2, 5e-2)},
     "float16": {"forward": (2e-2, 2e-2), "grad": (5e-2, 5e-2)},
+    # integer and bool runs cover the integer-only ops (gcd, bitwise_*...): exact
+    "int64": {"forward": (0, 0), "grad": (0, 0)},
+    "int32": {"forward": (0, 0), "grad": (0, 0)},
+    "bool": {"forward": (0, 0), "grad": (0, 0)},
 }
 
 MODES = ("forward", "grad")
-KINDS = ("not_implemented", "mismatch", "exception", "crash", "timeout")
 
 # --------------------------------------------------------------------------
 # Op selection
@@ -90,6 +117,7 @@ KINDS = ("not_implemented", "mismatch", "exception", "crash", "timeout")
 _RANDOM_EXACT = {
     "normal", "bernoulli", "multinomial", "uniform", "cauchy", "exponential",
     "geometric", "log_normal", "poisson", "randperm", "rrelu",
+    "svd_lowrank", "pca_lowrank",  # random projections
 }
 _RANDOM_RE = re.compile(r"^(rand|randn|randint)(_like)?$")
 _UNINITIALISED_RE = re.compile(r"(^|_)empty(_|$)")
@@ -171,19 +199,102 @@ def _to_device(t, device, keep_grad):
     return out
 
 
-def _device_kwargs(kwargs, device):
-    """Point factory arguments (``device=``) at the device under test."""
-    out = dict(kwargs)
-    if "device" in out and out["device"] is not None:
-        out["device"] = device
-    return out
+def _is_cpu_device(x):
+    import torch
+    return (isinstance(x, torch.device) and x.type == "cpu") or x == "cpu"
 
 
-def move_sample(sample, device, keep_grad):
-    """(input, args, kwargs) of a SampleInput, every tensor copied to device."""
-    fn = lambda t: _to_device(t, device, keep_grad)  # noqa: E731
-    return (_map(sample.input, fn), _map(tuple(sample.args), fn),
-            _device_kwargs(_map(dict(sample.kwargs), fn), device))
+def _retarget(args, kwargs, device):
+    """Point device arguments at the device under test: ``device=`` of
+    factory functions, and a CPU device passed positionally (``x.to('cpu')``)."""
+    import torch
+    if torch.device(device).type == "cpu":
+        return args, kwargs
+    args = tuple(device if isinstance(a, (str, torch.device)) and _is_cpu_device(a) else a
+                 for a in args)
+    kwargs = dict(kwargs)
+    if kwargs.get("device") is not None:
+        kwargs["device"] = device
+    return args, kwargs
+
+
+def _sample_parts(sample):
+    return sample.input, tuple(sample.args), dict(sample.kwargs)
+
+
+def move_sample(sample, device, keep_grad, stay_on_cpu=None):
+    """(input, args, kwargs) of a SampleInput, tensors copied to device.
+
+    ``stay_on_cpu`` (one flag per tensor, in traversal order) marks tensors
+    the sample function deliberately creates on CPU whatever the device
+    (e.g. tensor_split's index tensor); they are copied to CPU instead.
+    """
+    counter = itertools.count()
+
+    def fn(t):
+        i = next(counter)
+        on_cpu = stay_on_cpu is not None and stay_on_cpu[i]
+        return _to_device(t, "cpu" if on_cpu else device, keep_grad)
+
+    inp, args, kwargs = _sample_parts(sample)
+    inp, args, kwargs = _map(inp, fn), _map(args, fn), _map(kwargs, fn)
+    return (inp, *_retarget(args, kwargs, device))
+
+
+def _tensor_signature(sample):
+    """[(device type, shape, dtype)] of a sample's tensors in traversal order."""
+    sig = []
+    for part in _sample_parts(sample):
+        _map(part, lambda t: sig.append((t.device.type, tuple(t.shape), t.dtype)))
+    return sig
+
+
+def cpu_masks(op, dtype, requires_grad, cpu_samples):
+    """Per sample, which tensors stay on CPU for a non-CPU device.
+
+    The same sample function is run for device 'meta' (same seed); tensors
+    it still creates on CPU are the ones that must stay there.  None where
+    the meta samples do not line up with the CPU ones.
+    """
+    import torch
+    masks = [None] * len(cpu_samples)
+    try:
+        torch.manual_seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gen = op.sample_inputs("meta", dtype, requires_grad=requires_grad)
+            meta = list(itertools.islice(gen, len(cpu_samples)))
+    except Exception:
+        return masks
+    for i, (c, m) in enumerate(zip(cpu_samples, meta)):
+        try:
+            cs, ms = _tensor_signature(c), _tensor_signature(m)
+        except Exception:
+            continue
+        if [x[1:] for x in cs] == [x[1:] for x in ms] and any(x[0] == "cpu" for x in ms):
+            masks[i] = [x[0] == "cpu" for x in ms]
+    return masks
+
+
+def is_seeded(op) -> bool:
+    """op_db wraps the seeded-random ops in wrapper_set_seed."""
+    code = getattr(op.op, "__code__", None)
+    return bool(code and "wrapper_set_seed" in code.co_names)
+
+
+def is_random_sample(op, sample):
+    """A sample whose values cannot be compared: of a random op, or of a
+    seeded op (scaled_dot_product_attention, multi_head_attention_forward)
+    that asks for dropout."""
+    if is_random(op):
+        return True
+    kw = sample.kwargs
+    if kw.get("training", None) is False:
+        return False
+    if "dropout_p" in kw:
+        p = kw["dropout_p"]
+        return not (isinstance(p, (int, float)) and p == 0)
+    return is_seeded(op)
 
 
 def to_cpu(obj):
@@ -275,8 +386,8 @@ def reason_for(entry):
         op = missing_op(err)
         return f"not lowered yet: {op}" if op else f"not implemented: {err[:120]}"
     if kind == "mismatch":
-        m_abs = re.search(r"Greatest absolute difference: ([^\s]+)", err)
-        m_rel = re.search(r"Greatest relative difference: ([^\s]+)", err)
+        m_abs = re.search(r"(?:Greatest absolute|Absolute) difference: ([^\s]+)", err)
+        m_rel = re.search(r"(?:Greatest relative|Relative) difference: ([^\s]+)", err)
         if m_abs:
             r = f"numerics: max abs diff {m_abs.group(1)}"
             if m_rel:
@@ -333,9 +444,13 @@ def _cotangent(t, seed):
     return torch.randn(t.shape, dtype=t.dtype, generator=g)
 
 
-def _forward_sample(op, sample, device, rtol, atol, random):
-    """Returns None (pass), 'skip:<why>' or raises (kind, message)."""
-    dev_in, dev_args, dev_kwargs = move_sample(sample, device, keep_grad=False)
+def _forward_sample(op, sample, device, rtol, atol, random, mask=None):
+    """Returns None (pass), 'skip:<why>' or raises _Failure(kind, message)."""
+    try:
+        dev_in, dev_args, dev_kwargs = move_sample(sample, device, keep_grad=False,
+                                                   stay_on_cpu=mask)
+    except Exception as e:
+        raise _Failure(_classify(e), "moving the sample to the device: " + _short(e))
     cpu_in, cpu_args, cpu_kwargs = move_sample(sample, "cpu", keep_grad=False)
     try:
         expected = to_cpu(op(cpu_in, *cpu_args, **cpu_kwargs))
@@ -345,14 +460,17 @@ def _forward_sample(op, sample, device, rtol, atol, random):
         actual = to_cpu(op(dev_in, *dev_args, **dev_kwargs))
     except Exception as e:
         raise _Failure(_classify(e), _short(e))
+    random_sample = not random and is_random_sample(op, sample)
     try:
-        compare(actual, expected, rtol, atol, values=not random)
+        compare(actual, expected, rtol, atol, values=not (random or random_sample))
     except AssertionError as e:
         raise _Failure("mismatch", str(e)[:ERROR_CHARS])
+    if random_sample:
+        return "skip:dropout sample: only shape/dtype checked"
     return None
 
 
-def _grad_sample(op, sample, device, rtol, atol, seed):
+def _grad_sample(op, sample, device, rtol, atol, seed, mask=None):
     import torch
 
     def leaves_of(inp, args, kwargs):
@@ -366,8 +484,14 @@ def _grad_sample(op, sample, device, rtol, atol, seed):
                 if t.requires_grad and (t.is_floating_point() or t.is_complex())]
         return leaves, outs
 
+    if is_random_sample(op, sample):
+        return "skip:dropout sample: gradients not compared"
     cpu_in, cpu_args, cpu_kwargs = move_sample(sample, "cpu", keep_grad=True)
-    dev_in, dev_args, dev_kwargs = move_sample(sample, device, keep_grad=True)
+    try:
+        dev_in, dev_args, dev_kwargs = move_sample(sample, device, keep_grad=True,
+                                                   stay_on_cpu=mask)
+    except Exception as e:
+        raise _Failure(_classify(e), "moving the sample to the device: " + _short(e))
     try:
         leaves, outs = run(cpu_in, cpu_args, cpu_kwargs, "cpu")
         if not leaves or not outs:
@@ -383,7 +507,8 @@ def _grad_sample(op, sample, device, rtol, atol, seed):
         if len(d_outs) != len(outs) or len(d_leaves) != len(leaves):
             raise _Failure("mismatch", f"differentiable outputs/inputs differ: "
                            f"{len(d_outs)}/{len(d_leaves)} vs {len(outs)}/{len(leaves)}")
-        actual = torch.autograd.grad(d_outs, d_leaves, [c.to(device) for c in cots],
+        actual = torch.autograd.grad(d_outs, d_leaves,
+                                     [c.to(o.device) for c, o in zip(cots, d_outs)],
                                      allow_unused=True)
         actual = [torch.zeros_like(l).detach().cpu() if g is None else g.detach().cpu()
                   for g, l in zip(actual, leaves)]
@@ -436,14 +561,16 @@ def run_unit(op, dtype_name, mode, sample_limit=DEFAULT_SAMPLE_LIMIT, device="tp
     except Exception as e:
         entry["skip_reason"] = f"sample generation failed: {_short(e)[:200]}"
         return entry
-    for i, sample in enumerate(samples):
+    masks = ([None] * len(samples) if device == "cpu"
+             else cpu_masks(op, dtype, mode == "grad", samples))
+    for i, (sample, mask) in enumerate(zip(samples, masks)):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if mode == "forward":
-                    res = _forward_sample(op, sample, device, rtol, atol, random)
+                    res = _forward_sample(op, sample, device, rtol, atol, random, mask)
                 else:
-                    res = _grad_sample(op, sample, device, rtol, atol, seed=1000 + i)
+                    res = _grad_sample(op, sample, device, rtol, atol, 1000 + i, mask)
         except _Failure as f:
             _record_failure(entry, f.kind, f.message, i)
             continue
@@ -476,11 +603,14 @@ def worker_main(units_file, results_file, sample_limit, device):
         import torch_tpu  # noqa: F401
     ops = op_index(load_op_db())
     units = json.loads(Path(units_file).read_text())
+    abort_on = os.environ.get("TTPU_CONFORMANCE_ABORT_ON")  # tests the crash recovery
     with open(results_file, "a", buffering=1) as out:
         for name, dtype_name, mode in units:
             out.write(json.dumps({"event": "start", "unit": [name, dtype_name, mode],
                                   "time": time.time()}) + "\n")
             out.flush()
+            if abort_on == name:
+                os.abort()
             try:
                 entry = run_unit(ops[name], dtype_name, mode, sample_limit, device)
             except Exception as e:  # harness bug: keep going
@@ -538,16 +668,18 @@ class _Worker:
                 self.current = None
 
     def stderr_tail(self):
-        self.stderr.flush()
+        """The most telling line the dead worker left on stderr."""
         try:
-            lines = [l for l in self.stderr_file.read_text(errors="replace").splitlines()
-                     if l.strip()]
+            lines = [l.strip() for l in
+                     self.stderr_file.read_text(errors="replace").splitlines() if l.strip()]
         except OSError:
-            return ""
+            lines = []
+        # glog warnings/infos (e.g. torch's 'No CUDA runtime is found') say nothing
+        lines = [l for l in lines if not re.match(r"^[WI]\d{4} ", l)]
         for l in reversed(lines):  # the plugin's CHECK message, if there is one
-            if "Check failed" in l or "CHECK" in l or "Fatal" in l or "terminate" in l:
-                return l.strip()
-        return lines[-1].strip() if lines else ""
+            if re.search(r"Check failed|CHECK|^F\d{4} |Fatal|terminate|Abort|Segmentation", l):
+                return l[:200]
+        return lines[-1][:200] if lines else "nothing on stderr"
 
     def kill(self):
         try:
@@ -579,57 +711,66 @@ def run_parallel(units, args):
     running = []
     seq = itertools.count()
     total = len(units)
-    last_print = 0.0
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="ttpu-conformance-") as tmp:
-        while pending or running:
-            while pending and len(running) < args.jobs:
-                running.append(_Worker(pending.popleft(), args, tmp, next(seq)))
-            time.sleep(0.2)
-            for w in list(running):
+        try:
+            _schedule(pending, running, results, args, tmp, seq, total, t0)
+        finally:  # workers run in their own sessions: never leave them behind
+            for w in running:
+                w.kill()
+                w.stderr.close()
+    return results
+
+
+def _schedule(pending, running, results, args, tmp, seq, total, t0):
+    last_print = 0.0
+    while pending or running:
+        while pending and len(running) < args.jobs:
+            running.append(_Worker(pending.popleft(), args, tmp, next(seq)))
+        time.sleep(0.2)
+        for w in list(running):
+            w.poll_results()
+            for unit, entry in w.done:
+                results[unit] = entry
+            w.done.clear()
+            rc = w.proc.poll()
+            timed_out = (rc is None and w.current is not None
+                         and time.time() - w.current_since > args.unit_timeout)
+            if rc is None and not timed_out:
+                continue
+            if timed_out:
+                w.kill()
                 w.poll_results()
                 for unit, entry in w.done:
                     results[unit] = entry
                 w.done.clear()
-                rc = w.proc.poll()
-                timed_out = (rc is None and w.current is not None
-                             and time.time() - w.current_since > args.unit_timeout)
-                if rc is None and not timed_out:
-                    continue
-                if timed_out:
-                    w.kill()
-                    w.poll_results()
-                    for unit, entry in w.done:
-                        results[unit] = entry
-                    w.done.clear()
-                running.remove(w)
-                w.stderr.close()
-                remaining = [u for u in w.units if u not in results]
-                if not remaining:
-                    continue
-                if timed_out:
-                    bad = w.current
-                    results[bad] = _crash_entry(
-                        "timeout", f"no result after {args.unit_timeout:.0f} s; worker killed")
-                elif w.current is not None:
-                    bad = w.current
-                    sig = -rc if rc < 0 else None
-                    how = (f"signal {signal.Signals(sig).name}" if sig else f"exit status {rc}")
-                    results[bad] = _crash_entry(
-                        "crash", f"worker died ({how}): {w.stderr_tail()}")
-                else:  # died between units (e.g. while starting): retry once as crash
-                    bad = remaining[0]
-                    results[bad] = _crash_entry(
-                        "crash", f"worker died before running (exit {rc}): {w.stderr_tail()}")
-                rest = [u for u in remaining if u not in results]
-                if rest:
-                    pending.appendleft(rest)
-            now = time.time()
-            if not args.quiet and now - last_print > 15:
-                last_print = now
-                print(f"  ... {len(results)}/{total} units done, {now - t0:.0f} s",
-                      file=sys.stderr, flush=True)
-    return results
+            running.remove(w)
+            w.stderr.close()
+            remaining = [u for u in w.units if u not in results]
+            if not remaining:
+                continue
+            if timed_out:
+                bad = w.current
+                results[bad] = _crash_entry(
+                    "timeout", f"no result after {args.unit_timeout:.0f} s; worker killed")
+            elif w.current is not None:
+                bad = w.current
+                sig = -rc if rc < 0 else None
+                how = (f"signal {signal.Signals(sig).name}" if sig else f"exit status {rc}")
+                results[bad] = _crash_entry(
+                    "crash", f"worker died ({how}): {w.stderr_tail()}")
+            else:  # died between units (e.g. while starting): retry once as crash
+                bad = remaining[0]
+                results[bad] = _crash_entry(
+                    "crash", f"worker died before running (exit {rc}): {w.stderr_tail()}")
+            rest = [u for u in remaining if u not in results]
+            if rest:
+                pending.appendleft(rest)
+        now = time.time()
+        if not args.quiet and now - last_print > 15:
+            last_print = now
+            print(f"  ... {len(results)}/{total} units done, {now - t0:.0f} s",
+                  file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------
@@ -809,6 +950,13 @@ def main(argv=None):
 
     if args._worker:
         return worker_main(*args._worker, args.sample_limit, args.device)
+
+    # SIGTERM (and SIGINT, even where a background shell ignores it) unwinds
+    # through run_parallel's cleanup, which kills the worker processes
+    def _stop(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
 
     t0 = time.time()
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]

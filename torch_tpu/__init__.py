@@ -41,6 +41,7 @@ def _register() -> None:
     _printing.install()
     from . import execution_mode
     execution_mode._init_from_env()
+    execution_mode._install_backward_sync()
     _registered = True
 
 
@@ -49,3 +50,4 @@ _register()
 from .device_module import compile_stats, synchronize  # noqa: E402
 from . import device_module  # noqa: E402
 from . import execution_mode  # noqa: E402
+from .execution_mode import defer_stats, sync  # noqa: E402

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "aten/common.h"
+#include "runtime/deferred.h"
 
 namespace ttpu::aten {
 
@@ -211,6 +212,12 @@ class TpuAllocator final : public c10::Allocator {
 
 TpuAllocator g_allocator;
 
+// Storages created from Python (torch.UntypedStorage(n, device='tpu'), which
+// torch.load uses to restore tensors) find the allocator through this table.
+struct RegisterAllocator {
+  RegisterAllocator() { c10::SetAllocator(c10::DeviceType::PrivateUse1, &g_allocator); }
+} g_register_allocator;
+
 }  // namespace
 
 c10::Allocator* tpu_allocator() { return &g_allocator; }
@@ -243,6 +250,7 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
 // synchronize(): the client tracks completion events of every execution.
 
 void synchronize_device(int device) {
+  runtime::flush("synchronize");
   if (!runtime::client_created()) return;
   runtime::client().synchronize(device);
 }
@@ -500,5 +508,28 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_mode", [](int mode) { runtime::set_mode(static_cast<runtime::Mode>(mode)); });
   m.def("_get_mode", [] { return static_cast<int>(runtime::mode()); });
   m.def("_set_debug_nans", [](bool on) { runtime::set_debug_nans(on); });
+  m.def(
+      "_flush",
+      [](const std::string& reason) {
+        try {
+          runtime::flush(reason.c_str());
+        } catch (...) {
+          aten::rethrow_as_torch_error("sync");
+        }
+      },
+      py::arg("reason") = "explicit torch_tpu.sync()");
+  m.def("_inject_graph_failure", [](bool on) { runtime::inject_graph_failure(on); });
+  m.def("defer_stats", [] {
+    auto s = runtime::defer_stats();
+    py::dict d;
+    d["graphs_executed"] = s.graphs_executed;
+    d["ops_recorded"] = s.ops_recorded;
+    d["values_materialised"] = s.values_materialised;
+    d["values_dropped"] = s.values_dropped;
+    py::dict reasons;
+    for (auto& [r, n] : s.flush_reasons) reasons[py::str(r)] = n;
+    d["materialisations_by_reason"] = reasons;
+    return d;
+  });
   m.def("_storage_has_buffer", [](const at::Tensor& t) { return aten::handle_of(t).buffer != nullptr; });
 }

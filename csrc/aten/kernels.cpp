@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "aten/common.h"
+#include "runtime/deferred.h"
 
 namespace ttpu::aten {
 
@@ -627,6 +628,11 @@ class TableKernel final : public c10::OperatorKernel {
       key += static_cast<char>('0' + static_cast<int>(precision));
     }
 
+    if (runtime::mode() == runtime::Mode::DeferAndFuse) {
+      record(op, key, args, inputs, precision, skip_self, dev, stack);
+      return;
+    }
+
     auto compiled = runtime::get_or_compile(key, [&] { return build(op, args, inputs, precision, skip_self); });
 
     std::vector<pjrt::Buffer*> raw;
@@ -637,6 +643,41 @@ class TableKernel final : public c10::OperatorKernel {
 
     torch::jit::drop(*stack, n);
     deliver(args, outputs, compiled->output_present, stack);
+  }
+
+  // DeferAndFuse: record the op into the pending graph; its results are
+  // pending buffers that materialise at the next sync point.
+  void record(const c10::OperatorHandle& op, const std::string& key, const std::vector<c10::IValue>& args,
+              const std::vector<BufferPtr>& inputs, ops::MatmulPrecision precision, bool skip_self, int dev,
+              torch::jit::Stack* stack) {
+    std::shared_ptr<const Recorded> rec;
+    {
+      std::lock_guard<std::mutex> lock(shapes_mutex_);
+      auto it = shapes_.find(key);
+      if (it != shapes_.end()) rec = it->second;
+    }
+    if (!rec) {
+      // First time for this signature: build once to learn (and check) the
+      // result types, and keep the attributes with tensors replaced by meta
+      // tensors, so the recorded graph holds no user tensor alive.
+      runtime::BuiltModule m = build(op, args, inputs, precision, skip_self);
+      auto r = std::make_shared<Recorded>();
+      r->outs = m.outputs;
+      r->present = m.output_present;
+      for (const c10::IValue& v : args) r->args.push_back(metaize(v));
+      rec = r;
+      std::lock_guard<std::mutex> lock(shapes_mutex_);
+      shapes_.emplace(key, rec);
+    }
+    c10::OperatorHandle handle = op;
+    runtime::EmitFn fn = [this, handle, precision, skip_self, rec](shlo::Builder& b,
+                                                                 const std::vector<shlo::Value>& ins) {
+      return emit(b, ins, handle, rec->args, precision, skip_self, &rec->outs, &rec->present).results;
+    };
+    std::vector<BufferPtr> outputs = runtime::record(dev, lowering_->name + std::string("|") + key, inputs,
+                                                     rec->outs, std::move(fn));
+    torch::jit::drop(*stack, plan_.args.size());
+    deliver(args, outputs, rec->present, stack);
   }
 
   // Debug mode: wait for this op, so a runtime failure is reported here, and
@@ -657,13 +698,37 @@ class TableKernel final : public c10::OperatorKernel {
 
   runtime::BuiltModule build(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                              const std::vector<BufferPtr>& inputs, ops::MatmulPrecision precision, bool skip_self) {
+    shlo::Builder b;
+    std::vector<shlo::Value> ins;
+    for (const auto& in : inputs) ins.push_back(b.arg(in->type()));
+    Emitted e = emit(b, ins, op, args, precision, skip_self, nullptr, nullptr);
+    return runtime::BuiltModule{b.module(e.results), e.outs, {}, e.present};
+  }
+
+  struct Emitted {
+    std::vector<shlo::Value> results;
+    std::vector<TensorType> outs;
+    std::vector<bool> present;
+  };
+
+  // Runs the lowering on `in_values` (one per runtime input, in order). Output
+  // types come from PyTorch's meta function (or the lowering's own inference)
+  // unless already known.
+  Emitted emit(shlo::Builder& b, const std::vector<shlo::Value>& in_values, const c10::OperatorHandle& op,
+               const std::vector<c10::IValue>& args, ops::MatmulPrecision precision, bool skip_self,
+               const std::vector<TensorType>* known_outs, const std::vector<bool>* known_present) {
     std::vector<bool> present;
     std::vector<TensorType> outs;
-    if (!lowering_->infer) outs = meta_outputs(op, args, plan_, present);
-    shlo::Builder b;
+    size_t writebacks = lowering_->writeback_args.size();
+    if (known_outs) {
+      outs.assign(known_outs->begin(), known_outs->end() - writebacks);
+      present.assign(known_present->begin(), known_present->end() - writebacks);
+    } else if (!lowering_->infer) {
+      outs = meta_outputs(op, args, plan_, present);
+    }
     std::vector<ops::Arg> largs(args.size());
     size_t next_input = 0;
-    auto take = [&]() { return b.arg(inputs.at(next_input++)->type()); };
+    auto take = [&]() { return in_values.at(next_input++); };
     for (size_t i = 0; i < args.size(); ++i) {
       const ArgInfo& info = plan_.args[i];
       const c10::IValue& v = args[i];
@@ -730,13 +795,12 @@ class TableKernel final : public c10::OperatorKernel {
     }
     ops::LowerCtx ctx{b, largs, outs, present, common_dtype(args, plan_), precision, {}};
     if (lowering_->flags & ops::kUsesDefaultRng) ctx.rng.push_back(take());
-    if (lowering_->infer) {
+    if (lowering_->infer && !known_outs) {
       outs = lowering_->infer(ctx);
       present = ctx.present;
       ctx.outs = outs;
     }
     std::vector<shlo::Value> results = lowering_->fn(ctx);
-    size_t writebacks = lowering_->writeback_args.size();
     TORCH_CHECK(results.size() == outs.size() + writebacks, "torch_tpu internal error: lowering '",
                 lowering_->name, "' returned ", results.size(), " results, expected ", outs.size() + writebacks);
     for (size_t j = 0; j < writebacks; ++j) {
@@ -759,7 +823,7 @@ class TableKernel final : public c10::OperatorKernel {
         results[k] = b.reshape(results[k], outs[k].dims);
       }
     }
-    return runtime::BuiltModule{b.module(results), outs, {}, present};
+    return Emitted{results, outs, present};
   }
 
   void deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,
@@ -810,6 +874,33 @@ class TableKernel final : public c10::OperatorKernel {
   const ops::Lowering* lowering_;
   std::once_flag planned_;
   OpPlan plan_;
+  struct Recorded {
+    std::vector<TensorType> outs;
+    std::vector<bool> present;
+    std::vector<c10::IValue> args;  // attributes; tensors replaced by meta tensors
+  };
+  static c10::IValue metaize(const c10::IValue& v) {
+    if (v.isTensor()) return to_meta(v.toTensor());
+    if (v.isTensorList()) {
+      std::vector<at::Tensor> l;
+      for (const at::Tensor& t : v.toTensorVector()) l.push_back(to_meta(t));
+      return l;
+    }
+    if (v.isList()) {
+      bool optional_tensors = false;
+      for (const c10::IValue& e : v.toListRef()) optional_tensors = optional_tensors || e.isTensor();
+      if (!optional_tensors) return v;
+      c10::List<std::optional<at::Tensor>> l;
+      for (const c10::IValue& e : v.toListRef()) {
+        if (absent(e)) l.push_back(std::nullopt);
+        else l.push_back(at::empty({0}, e.toTensor().options().device(at::kMeta)));
+      }
+      return l;
+    }
+    return v;
+  }
+  std::mutex shapes_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const Recorded>> shapes_;
 };
 
 // ---------------------------------------------------------------------------

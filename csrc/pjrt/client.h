@@ -45,14 +45,35 @@ struct PluginConfig {
 // executable destructors become no-ops (their memory belongs to the parent).
 void disable_after_fork();
 
+// A device buffer. In DeferAndFuse mode a buffer can be *pending*: the value
+// of a recorded op that has not run yet. Asking a pending buffer for its raw
+// handle materialises the recorded graph first (through the hook below), so
+// every use that needs real data is a sync point by construction.
 class Buffer {
  public:
   Buffer(abi::PJRT_Buffer* raw, ElemType type, std::vector<int64_t> dims, int device)
       : raw_(raw), type_{type, std::move(dims)}, device_(device) {}
+  // A pending value, identified by `pending_id` in the recorded graph.
+  Buffer(uint64_t pending_id, shlo::TensorType type, int device)
+      : raw_(nullptr), type_(std::move(type)), device_(device), pending_id_(pending_id) {}
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  abi::PJRT_Buffer* raw() const { return raw_; }
+  abi::PJRT_Buffer* raw() const {
+    if (pending_id_ && materialize_hook) materialize_hook();
+    if (!raw_ && pending_id_)
+      throw Error("torch_tpu: this tensor's value comes from a deferred graph that failed to run (see the error "
+                  "raised at the sync point)", 0);
+    return raw_;
+  }
+  bool pending() const { return pending_id_ != 0; }
+  uint64_t pending_id() const { return pending_id_; }
+  // The recorded graph ran: this buffer now owns `raw`.
+  void fulfill(abi::PJRT_Buffer* raw) {
+    raw_ = raw;
+    pending_id_ = 0;
+  }
+  static inline void (*materialize_hook)() = nullptr;
   const shlo::TensorType& type() const { return type_; }
   int device() const { return device_; }
   size_t nbytes() const { return static_cast<size_t>(type_.numel()) * shlo::byte_size(type_.elem); }
@@ -63,6 +84,7 @@ class Buffer {
   abi::PJRT_Buffer* raw_;
   shlo::TensorType type_;
   int device_;
+  uint64_t pending_id_ = 0;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 

@@ -1,5 +1,7 @@
 #include "runtime/runtime.h"
 
+#include "runtime/deferred.h"
+
 #include <pthread.h>
 
 #include <chrono>
@@ -39,7 +41,10 @@ std::atomic<bool> g_debug_nans{false};
 }  // namespace
 
 Mode mode() { return static_cast<Mode>(g_mode.load(std::memory_order_relaxed)); }
-void set_mode(Mode m) { g_mode.store(static_cast<int>(m)); }
+void set_mode(Mode m) {
+  if (mode() == Mode::DeferAndFuse && m != Mode::DeferAndFuse) flush("leaving DeferAndFuse mode");
+  g_mode.store(static_cast<int>(m));
+}
 bool debug_nans() { return g_debug_nans.load(std::memory_order_relaxed); }
 void set_debug_nans(bool on) { g_debug_nans.store(on); }
 

@@ -1,5 +1,7 @@
 #include "runtime/storage.h"
 
+#include "runtime/deferred.h"
+
 #include <stdexcept>
 
 namespace ttpu::runtime {
@@ -50,17 +52,31 @@ BufferPtr offset_buffer(int64_t offset, int device) {
   return upload(&offset, TensorType{ElemType::S64, {}}, device);
 }
 
+// One path for the storage executables: run now (Strict/Debug) or record
+// into the pending graph (DeferAndFuse), from the same emitter.
+BufferPtr run_or_record(const std::string& key, const std::vector<BufferPtr>& inputs, const TensorType& out,
+                        int device, const EmitFn& emit) {
+  if (mode() == Mode::DeferAndFuse) return record(device, key, inputs, {out}, emit)[0];
+  auto op = get_or_compile(key, [&] {
+    shlo::Builder b;
+    std::vector<Value> ins;
+    for (const auto& in : inputs) ins.push_back(b.arg(in->type()));
+    std::vector<Value> r = emit(b, ins);
+    return BuiltModule{b.module(r), {out}, {}};
+  });
+  std::vector<pjrt::Buffer*> raw;
+  for (const auto& in : inputs) raw.push_back(in.get());
+  return execute(*op, raw, device)[0];
+}
+
 }  // namespace
 
 BufferPtr zeros(const TensorType& type, int device) {
   std::string key = "zeros|";
   append_type(key, type);
-  auto op = get_or_compile(key, [&] {
-    shlo::Builder b;
-    Value z = b.constant(0, type.elem, type.dims);
-    return BuiltModule{b.module({z}), {type}, {}};
+  return run_or_record(key, {}, type, device, [type](shlo::Builder& b, const std::vector<Value>&) {
+    return std::vector<Value>{b.constant(0, type.elem, type.dims)};
   });
-  return execute(*op, {}, device)[0];
 }
 
 BufferPtr read_view(StorageHandle& h, const ops::ViewSpec& v) {
@@ -71,15 +87,11 @@ BufferPtr read_view(StorageHandle& h, const ops::ViewSpec& v) {
   std::string key = "read|";
   append_type(key, bt);
   append_view(key, v);
-  auto op = get_or_compile(key, [&] {
-    shlo::Builder b;
-    Value base = b.arg(bt);
-    Value offset = b.arg(TensorType{ElemType::S64, {}});
-    Value r = ops::gather_view(b, base, v, &offset);
-    return BuiltModule{b.module({r}), {r.type}, {}};
-  });
-  BufferPtr offset = offset_buffer(v.offset, h.device);
-  return execute(*op, {h.buffer.get(), offset.get()}, h.device)[0];
+  TensorType out{v.elem, v.sizes};
+  return run_or_record(key, {h.buffer, offset_buffer(v.offset, h.device)}, out, h.device,
+                       [v](shlo::Builder& b, const std::vector<Value>& in) {
+                         return std::vector<Value>{ops::gather_view(b, in[0], v, &in[1])};
+                       });
 }
 
 void write_view(StorageHandle& h, const ops::ViewSpec& v, const BufferPtr& value) {
@@ -96,17 +108,16 @@ void write_view(StorageHandle& h, const ops::ViewSpec& v, const BufferPtr& value
   std::string key = "write|";
   append_type(key, bt);
   append_view(key, v);
-  auto op = get_or_compile(key, [&] {
-    shlo::Builder b;
-    Value base = b.arg(bt);
-    Value val = b.arg(value->type());
-    Value offset = b.arg(TensorType{ElemType::S64, {}});
-    Value r = ops::scatter_view(b, base, val, v, &offset);
-    if (r.type.elem == bt.elem) r = b.reshape(r, bt.dims);
-    return BuiltModule{b.module({r}), {r.type}, {}};
-  });
-  BufferPtr offset = offset_buffer(v.offset, h.device);
-  h.buffer = execute(*op, {h.buffer.get(), value.get(), offset.get()}, h.device)[0];
+  // The new base keeps the buffer's type, or becomes flat in the view's type.
+  TensorType out = v.elem == bt.elem
+                       ? bt
+                       : TensorType{v.elem, {static_cast<int64_t>(h.nbytes / shlo::byte_size(v.elem))}};
+  h.buffer = run_or_record(key, {h.buffer, value, offset_buffer(v.offset, h.device)}, out, h.device,
+                           [v, bt](shlo::Builder& b, const std::vector<Value>& in) {
+                             Value r = ops::scatter_view(b, in[0], in[1], v, &in[2]);
+                             if (r.type.elem == bt.elem) r = b.reshape(r, bt.dims);
+                             return std::vector<Value>{r};
+                           });
 }
 
 BufferPtr resized_buffer(StorageHandle& h, size_t new_nbytes) {
@@ -137,13 +148,9 @@ BufferPtr convert_broadcast(const BufferPtr& value, const TensorType& to, int de
   std::string key = "convert|";
   append_type(key, value->type());
   append_type(key, to);
-  auto op = get_or_compile(key, [&] {
-    shlo::Builder b;
-    Value x = b.arg(value->type());
-    Value r = ops::broadcast_convert(b, x, to);
-    return BuiltModule{b.module({r}), {to}, {}};
+  return run_or_record(key, {value}, to, device, [to](shlo::Builder& b, const std::vector<Value>& in) {
+    return std::vector<Value>{ops::broadcast_convert(b, in[0], to)};
   });
-  return execute(*op, {value.get()}, device)[0];
 }
 
 }  // namespace ttpu::runtime

@@ -1,0 +1,42 @@
+// DeferAndFuse: ops are recorded instead of run; at a sync point the pending
+// graph becomes one StableHLO module (cached by its structure, so a training
+// loop compiles its step once), is compiled and executed. Values that nothing
+// references any more when the graph runs are never materialised.
+//
+// Sync points: anything that needs a pending buffer's data (Buffer::raw():
+// device-to-host copies, .item(), ops that still run eagerly such as view
+// gathers), synchronize(), leaving the mode, and a graph-size threshold.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/runtime.h"
+
+namespace ttpu::runtime {
+
+// Emits the recorded op into `b` given its input values; returns its results.
+using EmitFn = std::function<std::vector<Value>(shlo::Builder& b, const std::vector<Value>& inputs)>;
+
+// Records one op. `key` identifies the op's signature (as in the eager
+// cache); returns pending buffers of `outputs` types on `device`.
+std::vector<BufferPtr> record(int device, const std::string& key, const std::vector<BufferPtr>& inputs,
+                              const std::vector<TensorType>& outputs, EmitFn emit);
+
+// Runs everything recorded so far (no-op when nothing is pending).
+void flush(const char* reason);
+
+struct DeferStats {
+  uint64_t graphs_executed = 0;
+  uint64_t ops_recorded = 0;
+  uint64_t values_materialised = 0;
+  uint64_t values_dropped = 0;  // recorded results nobody referenced at the sync
+  std::vector<std::pair<std::string, uint64_t>> flush_reasons;
+};
+DeferStats defer_stats();
+
+// Test hook: the next graphs fail to run, to exercise error attribution.
+void inject_graph_failure(bool on);
+
+}  // namespace ttpu::runtime
