@@ -46,13 +46,27 @@ def _last_json(stdout):
 def test_unsupported_op_raises_not_implemented():
     a = make_tensor((5, 4)).to(DEV)
     with pytest.raises(NotImplementedError) as exc:
-        torch.linalg.svd(a)
-    assert "svd" in str(exc.value)
+        torch.special.zeta(a, a)
+    assert "zeta" in str(exc.value) and "Float[5, 4]" in str(exc.value)
     # the process is still usable afterwards
     b = make_tensor((5, 4), seed=1)
     assert_same(a + b.to(DEV), make_tensor((5, 4)) + b)
     with pytest.raises(NotImplementedError):  # and it raises again, consistently
-        torch.linalg.svd(a)
+        torch.special.zeta(a, a)
+
+
+@tpu_only
+def test_linalg_decompositions_take_the_counted_host_path():
+    a = make_tensor((5, 4))
+    before = dict(torch.tpu.host_op_stats())
+    U, S, Vh = torch.linalg.svd(a.to(DEV), full_matrices=False)
+    assert U.device.type == "tpu" and S.device.type == "tpu"
+    ref = torch.linalg.svd(a, full_matrices=False)
+    torch.testing.assert_close(S.cpu(), ref.S)
+    torch.testing.assert_close(((U * S) @ Vh).cpu(), a, atol=1e-5, rtol=1e-5)
+    after = torch.tpu.host_op_stats()
+    assert sum(after.values()) > sum(before.values())
+    assert any("svd" in k for k in after)
 
 
 @tpu_only
@@ -60,30 +74,27 @@ def test_cpu_fallback_runs_unsupported_op():
     res = run_python("""
         import json, warnings
         import torch, torch_tpu
-        a = torch.randn(5, 4, generator=torch.Generator().manual_seed(0))
+        a = torch.rand(5, 4, generator=torch.Generator().manual_seed(0)) + 1.5
+        q = torch.rand(5, 4, generator=torch.Generator().manual_seed(1)) + 0.5
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            outs = [torch.linalg.svd(a.to("tpu"), full_matrices=False) for _ in range(3)]
-        U, S, Vh = outs[-1]
-        ref = torch.linalg.svd(a, full_matrices=False)
-        torch.testing.assert_close(S.cpu(), ref.S)
-        torch.testing.assert_close(U.cpu().abs(), ref.U.abs())
-        torch.testing.assert_close(Vh.cpu().abs(), ref.Vh.abs())
+            outs = [torch.special.zeta(a.to("tpu"), q.to("tpu")) for _ in range(3)]
+        z = outs[-1]
+        torch.testing.assert_close(z.cpu(), torch.special.zeta(a, q))
         # the results are usable by device ops
-        rebuilt = (U * S) @ Vh
-        torch.testing.assert_close(rebuilt.cpu(), a, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close((z * 2).cpu(), torch.special.zeta(a, q) * 2)
         print(json.dumps({
-            "devices": [t.device.type for t in (U, S, Vh)],
+            "devices": [z.device.type],
             "warnings": [str(w.message) for w in caught],
         }))
     """, TORCH_TPU_CPU_FALLBACK="1")
     assert res.returncode == 0, res.stderr
     out = _last_json(res.stdout)
-    assert out["devices"] == ["tpu", "tpu", "tpu"]
-    py_warnings = [w for w in out["warnings"] if "svd" in w.lower()]
-    stderr_lines = [ln for ln in res.stderr.splitlines() if "svd" in ln.lower()]
+    assert out["devices"] == ["tpu"]
+    py_warnings = [w for w in out["warnings"] if "zeta" in w.lower()]
+    stderr_lines = [ln for ln in res.stderr.splitlines() if "zeta" in ln.lower()]
     assert len(py_warnings) + len(stderr_lines) == 1, (
-        "expected exactly one fallback warning mentioning svd for 3 calls; "
+        "expected exactly one fallback warning mentioning zeta for 3 calls; "
         f"python warnings: {out['warnings']}, stderr:\n{res.stderr}")
 
 

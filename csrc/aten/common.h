@@ -1,6 +1,8 @@
 // Glue between PyTorch tensors and the torch-free runtime.
 #pragma once
 
+#include <map>
+
 #include <ATen/ATen.h>
 #include <c10/core/Allocator.h>
 
@@ -50,5 +52,8 @@ const at::Generator& default_generator(int device);
 
 // Rethrows runtime failures as the right PyTorch exception, naming `what`.
 [[noreturn]] void rethrow_as_torch_error(const std::string& what);
+
+// Calls of ops that ran through the explicit host path (linalg decompositions, FFT), by overload.
+std::map<std::string, int64_t> host_op_counts();
 
 }  // namespace ttpu::aten

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
+#include <map>
 #include <unordered_set>
 
 #include "aten/common.h"
@@ -167,6 +168,19 @@ at::Tensor& set_empty(at::Tensor& self) {
 
 void copy_into(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.numel() == 0) return;
+  // Lazy conj/neg bits (fft results, x.conj()): copy the stored values, then
+  // apply the pending conjugation/negation to the destination. (resolve_conj
+  // itself copies, so calling it here would recurse.)
+  if (src.is_conj()) {
+    copy_into(dst, src.conj());
+    if (dst.is_complex()) dst.conj_physical_();
+    return;
+  }
+  if (src.is_neg()) {
+    copy_into(dst, src._neg_view());
+    dst.neg_();
+    return;
+  }
   if (dst.is_privateuseone()) {
     c10::DeviceGuard guard(dst.device());
     int dev = device_index(dst);
@@ -973,9 +987,36 @@ bool cpu_fallback_enabled() {
   return enabled;
 }
 
+// Decompositions StableHLO has no op for (SVD, eigen, QR, LU, solves) and
+// the FFTs run through an explicit, documented host path: inputs are copied
+// to the host, PyTorch's CPU kernel runs, results come back to the device.
+// Every call is counted (torch.tpu.host_op_stats()), so it is never hidden.
+const std::unordered_set<std::string>& host_ops() {
+  static const std::unordered_set<std::string> ops = {
+      "aten::_linalg_svd", "aten::_linalg_eigh", "aten::linalg_eig", "aten::_linalg_eigvals",
+      "aten::linalg_qr", "aten::linalg_lu_factor_ex", "aten::linalg_lu", "aten::linalg_lu_solve",
+      "aten::_linalg_solve_ex", "aten::linalg_inv_ex", "aten::linalg_cholesky_ex", "aten::_linalg_det",
+      "aten::_linalg_slogdet", "aten::linalg_ldl_factor_ex", "aten::linalg_ldl_solve", "aten::linalg_lstsq",
+      "aten::linalg_householder_product", "aten::geqrf", "aten::ormqr", "aten::triangular_solve",
+      "aten::linalg_solve_triangular", "aten::cholesky_inverse", "aten::_cholesky_solve_helper",
+      "aten::lu_unpack", "aten::linalg_matrix_exp", "aten::_fft_r2c", "aten::_fft_c2c", "aten::_fft_c2r"};
+  return ops;
+}
+
+std::mutex g_host_mu;
+std::map<std::string, int64_t> g_host_counts;
+
 void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& name = op.schema().operator_name();
   std::string full = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  if (host_ops().count(name.name)) {
+    {
+      std::lock_guard<std::mutex> lock(g_host_mu);
+      g_host_counts[full]++;
+    }
+    at::native::cpu_fallback(op, stack);
+    return;
+  }
   if (cpu_fallback_enabled()) {
     static std::mutex mu;
     static std::unordered_set<std::string> warned;
@@ -994,6 +1035,11 @@ void tpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
+std::map<std::string, int64_t> host_op_counts() {
+  std::lock_guard<std::mutex> lock(g_host_mu);
+  return g_host_counts;
+}
+
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>()); }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -1001,6 +1047,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty_strided", empty_strided);
   m.impl("as_strided", at::native::as_strided_tensorimpl);
   m.impl("view", at::native::view);
+  m.impl("view_as_real", at::native::view_as_real);
+  m.impl("view_as_complex", at::native::view_as_complex);
   m.impl("_reshape_alias", at::native::_reshape_alias);
   m.impl("unfold", at::native::unfold);
   m.impl("resize_", resize_);
@@ -1023,7 +1071,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       auto dot = full.find('.');
       std::string base = "aten::" + full.substr(0, dot);
       std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
-      if (!dispatcher.findSchema({base, overload}).has_value()) continue;  // not in this torch version
+      auto handle = dispatcher.findSchema({base, overload});
+      if (!handle.has_value()) continue;  // not in this torch version
+      // A device kernel for a CompositeImplicitAutograd op would replace its
+      // decomposition and with it autograd: those keep decomposing.
+      if (handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
       if (std::string(lowering.name) == "index" || std::string(lowering.name) == "index_put") {
         m.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<MaskExpandingKernel>(&lowering)));
         continue;

@@ -93,10 +93,28 @@ bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>
   return true;
 }
 
+static ElemType complex_part(ElemType t) { return t == ElemType::C64 ? ElemType::F32 : ElemType::F64; }
+
 Value reinterpret_flat(Builder& b, const Value& flat, ElemType to) {
   ElemType from = flat.type.elem;
   if (from == to) return flat;
   int64_t n = flat.type.dims.at(0);
+  // bitcast_convert does not take complex types: go through (real, imag) pairs
+  if (shlo::is_complex(from)) {
+    TensorType part{complex_part(from), {n, 1}};
+    Value re = b.reshape(b.op("real", {flat}, TensorType{part.elem, {n}}), part.dims);
+    Value im = b.reshape(b.op("imag", {flat}, TensorType{part.elem, {n}}), part.dims);
+    return reinterpret_flat(b, b.reshape(b.concatenate({re, im}, 1), {2 * n}), to);
+  }
+  if (shlo::is_complex(to)) {
+    ElemType pt = complex_part(to);
+    Value parts = reinterpret_flat(b, flat, pt);
+    int64_t m = parts.type.dims[0] / 2;
+    Value pairs = b.reshape(parts, {m, 2});
+    Value re = b.reshape(b.slice(pairs, {0, 0}, {m, 1}, {1, 1}), {m});
+    Value im = b.reshape(b.slice(pairs, {0, 1}, {m, 2}, {1, 1}), {m});
+    return b.op("complex", {re, im}, TensorType{to, {m}});
+  }
   Value bytes = flat;
   if (from == ElemType::Pred) {
     bytes = b.convert(flat, ElemType::U8);
@@ -219,9 +237,28 @@ const std::vector<Lowering>& lowering_table() {
     append_index(t);
     append_conv(t);
     append_sort_scan(t);
+    append_math(t);
+    append_pool(t);
     return t;
   }();
   return table;
+}
+
+Value ew_in(LowerCtx& c, size_t i, ElemType compute) {
+  return broadcast_convert(c.b, c.t(i), TensorType{compute, c.out().dims});
+}
+
+ElemType float_compute(LowerCtx& c) { return accumulate_type(c.out().elem); }
+
+std::vector<Value> as_out(LowerCtx& c, const Value& v) { return {c.b.convert(v, c.out().elem)}; }
+
+Value reduce_loss(Builder& b, const Value& l, int64_t reduction) {
+  if (reduction == 0) return l;
+  std::vector<int64_t> all;
+  for (int i = 0; i < l.type.rank(); ++i) all.push_back(i);
+  Value s = b.reduce(l, b.constant(0, l.type.elem), all, shlo::Reducer::Add);
+  if (reduction == 1) s = b.div(s, b.constant(static_cast<double>(std::max<int64_t>(l.type.numel(), 1)), l.type.elem));
+  return s;
 }
 
 }  // namespace ttpu::ops

@@ -12,9 +12,10 @@ namespace {
 using shlo::Reducer;
 
 struct ConvParams {
-  std::vector<int64_t> stride, padding, dilation;
+  std::vector<int64_t> stride, padding, dilation, output_padding;
   int64_t groups = 1;
   int spatial = 2;
+  bool transposed = false;
 };
 
 // convolution_overrideable(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
@@ -31,7 +32,8 @@ ConvParams conv_params(LowerCtx& c, size_t first, int spatial) {
   p.stride = expand(c.ints(first), 1);
   p.padding = expand(c.ints(first + 1), 0);
   p.dilation = expand(c.ints(first + 2), 1);
-  if (c.flag(first + 3)) throw std::runtime_error("transposed convolution is not lowered for 'tpu' yet");
+  p.transposed = c.flag(first + 3);
+  p.output_padding = expand(c.ints(first + 4), 0);
   p.groups = c.i(first + 5);
   return p;
 }
@@ -92,27 +94,94 @@ std::vector<TensorType> conv_infer(LowerCtx& c) {
   ConvParams p = conv_params(c, 3, spatial);
   std::vector<int64_t> in(x.type.dims.begin() + 2, x.type.dims.end());
   std::vector<int64_t> k(w.type.dims.begin() + 2, w.type.dims.end());
-  TensorType out{x.type.elem, {x.type.dims[0], w.type.dims[0]}};
-  for (auto d : conv_out_spatial(in, k, p)) {
+  // transposed weights are [in, out / groups, k...]
+  int64_t in_per_group = p.transposed ? w.type.dims[0] / p.groups : w.type.dims[1];
+  TensorType out{x.type.elem, {x.type.dims[0], p.transposed ? w.type.dims[1] * p.groups : w.type.dims[0]}};
+  std::vector<int64_t> spatial_out;
+  if (p.transposed) {
+    for (int i = 0; i < spatial; ++i)
+      spatial_out.push_back((in[i] - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (k[i] - 1) +
+                            p.output_padding[i] + 1);
+  } else {
+    spatial_out = conv_out_spatial(in, k, p);
+  }
+  for (auto d : spatial_out) {
     if (d <= 0) throw std::runtime_error("convolution: computed output size is too small (input smaller than kernel)");
     out.dims.push_back(d);
   }
-  if (x.type.dims[1] != w.type.dims[1] * p.groups)
-    throw std::runtime_error("convolution: expected input with " + std::to_string(w.type.dims[1] * p.groups) +
+  if (x.type.dims[1] != in_per_group * p.groups)
+    throw std::runtime_error("convolution: expected input with " + std::to_string(in_per_group * p.groups) +
                              " channels, got " + std::to_string(x.type.dims[1]));
   return {out};
 }
 
+std::string conv_dn(int spatial, const char* in_a, const char* in_b, const char* k_a, const char* k_b) {
+  return labels(in_a, in_b, spatial) + "x" + labels(k_a, k_b, spatial) + "->" + labels(in_a, in_b, spatial);
+}
+
+// y = conv(x, w) for weights [O, I/G, k...]; result in the accumulation type.
+// The high padding is chosen so the result has exactly out_dims (a transposed
+// convolution's output_padding can leave rows a plain convolution would use).
+Value conv_apply(LowerCtx& c, const Value& x, const Value& w, const std::vector<int64_t>& out_dims, const ConvParams& p) {
+  std::vector<int64_t> ones(p.spatial, 1), hi;
+  for (int i = 0; i < p.spatial; ++i)
+    hi.push_back((out_dims[2 + i] - 1) * p.stride[i] + p.dilation[i] * (w.type.dims[2 + i] - 1) + 1 -
+                 x.type.dims[2 + i] - p.padding[i]);
+  return convolution(c, x, w, TensorType{accumulate_type(x.type.elem), out_dims}, conv_dn(p.spatial, "b", "f", "o", "i"),
+                     p.stride, p.padding, hi, ones, p.dilation, p.groups, 1);
+}
+
+// d conv(x, w) / dx applied to g: g dilated by the stride, convolved with the
+// spatially reversed kernel whose in/out channels are swapped per group.
+// x_dims is the shape of x (for a transposed convolution: its output).
+Value conv_input_grad(LowerCtx& c, const Value& g, const Value& w, const std::vector<int64_t>& x_dims,
+                      const ConvParams& p) {
+  Builder& b = c.b;
+  int spatial = p.spatial;
+  int64_t G = p.groups, O = w.type.dims[0], Ig = w.type.dims[1];
+  std::vector<int64_t> k(w.type.dims.begin() + 2, w.type.dims.end());
+  std::vector<int64_t> ones(spatial, 1), rev;
+  for (int i = 0; i < spatial; ++i) rev.push_back(2 + i);
+  Value wr = b.op("reverse", {w}, w.type, "dimensions = " + shlo::int_array(rev));
+  std::vector<int64_t> grouped{G, O / G, Ig};
+  grouped.insert(grouped.end(), k.begin(), k.end());
+  std::vector<int64_t> perm{0, 2, 1};
+  for (int i = 0; i < spatial; ++i) perm.push_back(3 + i);
+  Value wt = b.transpose(b.reshape(wr, grouped), perm);  // [G, Ig, O/G, k...]
+  std::vector<int64_t> kernel{G * Ig, O / G};
+  kernel.insert(kernel.end(), k.begin(), k.end());
+  wt = b.reshape(wt, kernel);
+  std::vector<int64_t> lo, hi;
+  for (int i = 0; i < spatial; ++i) {
+    int64_t keff = p.dilation[i] * (k[i] - 1) + 1;
+    lo.push_back(keff - 1 - p.padding[i]);
+    hi.push_back(x_dims[2 + i] + p.padding[i] - 1 - (g.type.dims[2 + i] - 1) * p.stride[i]);
+  }
+  return convolution(c, g, wt, TensorType{accumulate_type(g.type.elem), x_dims}, conv_dn(spatial, "b", "f", "o", "i"),
+                     ones, lo, hi, p.stride, p.dilation, G, 1);
+}
+
+// d conv(x, w) / dw applied to g: x (channels as batch) convolved with g as kernel.
+Value conv_weight_grad(LowerCtx& c, const Value& x, const Value& g, const std::vector<int64_t>& w_dims,
+                       const ConvParams& p) {
+  int spatial = p.spatial;
+  std::vector<int64_t> ones(spatial, 1), lo = p.padding, hi;
+  for (int i = 0; i < spatial; ++i)
+    hi.push_back((w_dims[2 + i] - 1) * p.dilation[i] + (g.type.dims[2 + i] - 1) * p.stride[i] + 1 -
+                 x.type.dims[2 + i] - p.padding[i]);
+  return convolution(c, x, g, TensorType{accumulate_type(x.type.elem), w_dims}, conv_dn(spatial, "f", "b", "i", "o"),
+                     p.dilation, lo, hi, ones, p.stride, 1, p.groups);
+}
+
 std::vector<Value> conv_forward(LowerCtx& c) {
+  // A transposed convolution is the input gradient of the convolution whose
+  // weights it shares.
   Builder& b = c.b;
   const TensorType& out = c.out();
   ElemType acc = accumulate_type(out.elem);
   Value x = b.convert(c.t(0), out.elem), w = b.convert(c.t(1), out.elem);
   ConvParams p = conv_params(c, 3, x.type.rank() - 2);
-  TensorType acc_out{acc, out.dims};
-  std::string dn = labels("b", "f", p.spatial) + "x" + labels("o", "i", p.spatial) + "->" + labels("b", "f", p.spatial);
-  std::vector<int64_t> ones(p.spatial, 1);
-  Value y = convolution(c, x, w, acc_out, dn, p.stride, p.padding, p.padding, ones, p.dilation, p.groups, 1);
+  Value y = p.transposed ? conv_input_grad(c, x, w, out.dims, p) : conv_apply(c, x, w, out.dims, p);
   if (c.has(2)) y = b.add(y, b.broadcast_in_dim(b.convert(c.t(2), acc), out.dims, {1}));
   return {b.convert(y, out.elem)};
 }
@@ -122,7 +191,9 @@ std::vector<TensorType> conv_backward_infer(LowerCtx& c) {
   const Value& w = c.t(2);
   const auto& mask = c.ints(9);
   c.present = {mask.size() > 0 && mask[0] != 0, mask.size() > 1 && mask[1] != 0, mask.size() > 2 && mask[2] != 0};
-  return {x.type, w.type, TensorType{w.type.elem, {w.type.dims[0]}}};
+  bool transposed = c.flag(6);
+  int64_t groups = c.i(8);
+  return {x.type, w.type, TensorType{w.type.elem, {transposed ? w.type.dims[1] * groups : w.type.dims[0]}}};
 }
 
 std::vector<Value> conv_backward(LowerCtx& c) {
@@ -131,62 +202,31 @@ std::vector<Value> conv_backward(LowerCtx& c) {
   ElemType t = x.type.elem, acc = accumulate_type(t);
   int spatial = x.type.rank() - 2;
   ConvParams p = conv_params(c, 3, spatial);
-  int64_t G = p.groups, O = w.type.dims[0], Ig = w.type.dims[1];
-  std::vector<int64_t> in(x.type.dims.begin() + 2, x.type.dims.end());
-  std::vector<int64_t> k(w.type.dims.begin() + 2, w.type.dims.end());
-  std::vector<int64_t> out(g.type.dims.begin() + 2, g.type.dims.end());
-  std::vector<int64_t> ones(spatial, 1);
   g = b.convert(g, t);
+  Value xt = b.convert(x, t), wt = b.convert(w, t);
   std::vector<Value> results;
-
-  // grad_input: the gradient, dilated by the stride, convolved with the
-  // spatially reversed kernel whose in/out channels are swapped per group.
+  auto none = [&] { return b.constant(0, t, {0}); };
+  // For a transposed convolution the roles flip: its input gradient is the
+  // plain convolution of g, its weight gradient takes g as the input.
   if (c.wants(0)) {
-    std::vector<int64_t> rev;
-    for (int i = 0; i < spatial; ++i) rev.push_back(2 + i);
-    Value wr = b.op("reverse", {w}, w.type, "dimensions = " + shlo::int_array(rev));
-    std::vector<int64_t> grouped{G, O / G, Ig};
-    grouped.insert(grouped.end(), k.begin(), k.end());
-    Value wg = b.reshape(wr, grouped);
-    std::vector<int64_t> perm{0, 2, 1};
-    for (int i = 0; i < spatial; ++i) perm.push_back(3 + i);
-    Value wt = b.transpose(wg, perm);  // [G, Ig, O/G, k...]
-    std::vector<int64_t> kernel{G * Ig, O / G};
-    kernel.insert(kernel.end(), k.begin(), k.end());
-    wt = b.reshape(wt, kernel);
-    std::vector<int64_t> lo, hi;
-    for (int i = 0; i < spatial; ++i) {
-      int64_t keff = p.dilation[i] * (k[i] - 1) + 1;
-      lo.push_back(keff - 1 - p.padding[i]);
-      hi.push_back(in[i] + p.padding[i] - 1 - (out[i] - 1) * p.stride[i]);
-    }
-    std::string dn = labels("b", "f", spatial) + "x" + labels("o", "i", spatial) + "->" + labels("b", "f", spatial);
-    Value gi = convolution(c, g, wt, TensorType{acc, x.type.dims}, dn, ones, lo, hi, p.stride, p.dilation, G, 1);
+    Value gi = p.transposed ? conv_apply(c, g, wt, x.type.dims, p) : conv_input_grad(c, g, wt, x.type.dims, p);
     results.push_back(b.convert(gi, t));
   } else {
-    results.push_back(b.constant(0, t, {0}));
+    results.push_back(none());
   }
-
-  // grad_weight: input (channels as batch) convolved with the gradient as kernel.
   if (c.wants(1)) {
-    std::vector<int64_t> lo = p.padding, hi;
-    for (int i = 0; i < spatial; ++i)
-      hi.push_back((k[i] - 1) * p.dilation[i] + (out[i] - 1) * p.stride[i] + 1 - in[i] - p.padding[i]);
-    std::string dn = labels("f", "b", spatial) + "x" + labels("i", "o", spatial) + "->" + labels("f", "b", spatial);
-    Value gw = convolution(c, b.convert(x, t), g, TensorType{acc, w.type.dims}, dn, p.dilation, lo, hi, ones,
-                           p.stride, 1, G);
+    Value gw = p.transposed ? conv_weight_grad(c, g, xt, w.type.dims, p) : conv_weight_grad(c, xt, g, w.type.dims, p);
     results.push_back(b.convert(gw, t));
   } else {
-    results.push_back(b.constant(0, t, {0}));
+    results.push_back(none());
   }
-
   if (c.wants(2)) {
     std::vector<int64_t> dims{0};
     for (int i = 0; i < spatial; ++i) dims.push_back(2 + i);
     Value gb = b.reduce(b.convert(g, acc), b.constant(0, acc), dims, Reducer::Add);
     results.push_back(b.convert(gb, t));
   } else {
-    results.push_back(b.constant(0, t, {0}));
+    results.push_back(none());
   }
   return results;
 }

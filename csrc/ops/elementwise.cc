@@ -12,19 +12,11 @@ namespace {
 
 using shlo::Compare;
 
-// Input i converted to `compute` and broadcast to the output shape.
-Value in(LowerCtx& c, size_t i, ElemType compute) {
-  TensorType t{compute, c.out().dims};
-  return broadcast_convert(c.b, c.t(i), t);
-}
+Value in(LowerCtx& c, size_t i, ElemType compute) { return ew_in(c, i, compute); }
 
 Value cst(LowerCtx& c, double v, const Value& like) { return c.b.constant(v, like.type.elem, like.type.dims); }
 
-// Float math on integer inputs happens in the (float) output type; reduced
-// precision floats compute in f32 like PyTorch's CPU kernels.
-ElemType float_compute(LowerCtx& c) { return accumulate_type(c.out().elem); }
-
-std::vector<Value> finish(LowerCtx& c, const Value& v) { return {c.b.convert(v, c.out().elem)}; }
+std::vector<Value> finish(LowerCtx& c, const Value& v) { return as_out(c, v); }
 
 std::vector<Value> unary(LowerCtx& c, const char* op) {
   Value x = in(c, 0, float_compute(c));

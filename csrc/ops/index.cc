@@ -82,6 +82,25 @@ std::vector<Value> scatter_impl(LowerCtx& c, bool add, bool value_is_scalar) {
   return {b.scatter(self, coords, updates, dn, add ? &r : nullptr)};
 }
 
+std::vector<Value> index_fill(LowerCtx& c) {
+  // index_fill(self, dim, index, value): positions along dim named by index
+  // (a mask from comparing them with an iota) take the value.
+  Builder& b = c.b;
+  Value self = c.t(0);
+  if (self.type.rank() == 0) self = b.reshape(self, {1});  // a 0-d tensor fills like a 1-element vector
+  int64_t rank = self.type.rank();
+  Value value = broadcast_convert(b, c.t(3), self.type);
+  int64_t dim = wrap_dim(c.i(1), rank);
+  int64_t size = self.type.dims[dim];
+  Value index = wrap_negative(b, b.convert(b.reshape(c.t(2), {c.t(2).type.numel()}), ElemType::S64), size);
+  int64_t n = index.type.dims[0];
+  TensorType grid{ElemType::S64, {n, size}};
+  Value hit = b.compare(shlo::Compare::EQ, b.broadcast_in_dim(index, grid.dims, {0}), b.iota(grid, 1));
+  Value any = b.reduce(hit, b.constant_int(0, ElemType::Pred), {0}, shlo::Reducer::Or);
+  Value mask = b.broadcast_in_dim(any, self.type.dims, {dim});
+  return {b.reshape(b.select(mask, value, self), c.out().dims)};
+}
+
 std::vector<Value> index_select(LowerCtx& c) {
   // index_select(self, dim, index): whole slices along dim.
   Builder& b = c.b;
@@ -244,6 +263,8 @@ void append_index(std::vector<Lowering>& t) {
                {"scatter.value", "scatter_.value", "scatter.value_out"}});
   t.push_back({"scatter_add", [](LowerCtx& c) { return scatter_impl(c, true, false); },
                {"scatter_add", "scatter_add_", "scatter_add.out"}});
+  t.push_back({"index_fill", index_fill, {"index_fill.int_Scalar", "index_fill_.int_Scalar", "index_fill.int_Tensor",
+                                          "index_fill_.int_Tensor", "index_fill.int_Scalar_out", "index_fill.int_Tensor_out"}});
   t.push_back({"index_select", index_select, {"index_select", "index_select.out"}});
 }
 

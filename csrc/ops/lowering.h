@@ -102,6 +102,8 @@ void append_random(std::vector<Lowering>& t);
 void append_index(std::vector<Lowering>& t);
 void append_conv(std::vector<Lowering>& t);
 void append_sort_scan(std::vector<Lowering>& t);
+void append_math(std::vector<Lowering>& t);
+void append_pool(std::vector<Lowering>& t);
 
 // Helpers shared by lowerings.
 Value to_type(Builder& b, const Value& v, ElemType t);
@@ -127,5 +129,15 @@ Value gather_view(Builder& b, const Value& base, const ViewSpec& view, const Val
 Value scatter_view(Builder& b, const Value& base, const Value& value, const ViewSpec& view,
                    const Value* offset = nullptr);
 bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+
+// Elementwise helpers: input i (tensor or Scalar) converted to `compute` and
+// broadcast to result 0's shape; the compute type of float math (f32 for
+// f16/bf16 and integer inputs promoted by PyTorch); a value converted to
+// result 0's type as the op's only result.
+Value ew_in(LowerCtx& c, size_t i, ElemType compute);
+ElemType float_compute(LowerCtx& c);
+std::vector<Value> as_out(LowerCtx& c, const Value& v);
+// Loss reduction modes: 0 none, 1 mean, 2 sum.
+Value reduce_loss(Builder& b, const Value& l, int64_t reduction);
 
 }  // namespace ttpu::ops

@@ -217,16 +217,6 @@ std::vector<Value> layer_norm_backward(LowerCtx& c) {
   return {b.convert(gi, c.out(0).elem), grad_w, grad_b};
 }
 
-// Reduction modes of the losses: 0 none, 1 mean, 2 sum.
-Value reduce_loss(Builder& b, const Value& l, int64_t reduction) {
-  if (reduction == 0) return l;
-  std::vector<int64_t> all;
-  for (int i = 0; i < l.type.rank(); ++i) all.push_back(i);
-  Value s = b.reduce(l, b.constant(0, l.type.elem), all, Reducer::Add);
-  if (reduction == 1) s = b.div(s, b.constant(static_cast<double>(std::max<int64_t>(l.type.numel(), 1)), l.type.elem));
-  return s;
-}
-
 std::vector<Value> mse_loss(LowerCtx& c) {
   // mse_loss(self, target, reduction)
   Builder& b = c.b;

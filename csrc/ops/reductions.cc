@@ -1,6 +1,7 @@
 // Reductions: sum/mean/prod/amax/amin/max/min/argmax/argmin/any/all.
 // Reduced-precision floats accumulate in f32 (XLA CPU would otherwise
 // accumulate a bf16 reduce in bf16).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -149,10 +150,83 @@ std::vector<Value> vector_norm(LowerCtx& c) {
   return {b.convert(b.reshape(r, c.out().dims), c.out().elem)};
 }
 
+// var/std(self, dim?, *, correction?, keepdim) and var_mean/std_mean:
+// sum((x - mean)^2) / max(N - correction, 0), correction a runtime Scalar.
+template <bool Std, bool WithMean>
+std::vector<Value> variance(LowerCtx& c) {
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out(0).elem);
+  Value x = b.convert(c.t(0), acc);
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  int64_t n = 1;
+  for (auto d : dims) n *= x.type.dims[d];
+  Value s = b.reduce(x, b.constant(0, acc), dims, shlo::Reducer::Add);
+  Value m = b.div(s, b.constant(static_cast<double>(n), acc, s.type.dims));
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < x.type.rank(); ++i)
+    if (std::find(dims.begin(), dims.end(), i) == dims.end()) kept.push_back(i);
+  Value d = b.sub(x, b.broadcast_in_dim(m, x.type.dims, kept));
+  Value ss = b.reduce(b.mul(d, d), b.constant(0, acc), dims, shlo::Reducer::Add);
+  Value corr = c.has(2) ? c.scalar_like(2, ss) : b.constant(1, acc, ss.type.dims);
+  Value den = b.max(b.sub(b.constant(static_cast<double>(n), acc, ss.type.dims), corr), b.constant(0, acc, ss.type.dims));
+  Value v = b.div(ss, den);
+  if (Std) v = b.unary("sqrt", v);
+  std::vector<Value> r{b.convert(b.reshape(v, c.out(0).dims), c.out(0).elem)};
+  if (WithMean) r.push_back(b.convert(b.reshape(m, c.out(1).dims), c.out(1).elem));
+  return r;
+}
+
+std::vector<Value> nansum(LowerCtx& c) {
+  // nansum(self, dim?, keepdim, dtype?): NaNs count as zero
+  ElemType acc = accumulate_type(c.out().elem);
+  Value x = c.b.convert(c.t(0), acc);
+  if (shlo::is_float(acc))
+    x = c.b.select(c.b.compare(shlo::Compare::NE, x, x), c.b.constant(0, acc, x.type.dims), x);
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  return {c.b.convert(reduce_to_out(c, x, dims, shlo::Reducer::Add, 0), c.out().elem)};
+}
+
+std::vector<Value> count_nonzero(LowerCtx& c) {
+  Value x = c.t(0);
+  Value nz = c.b.convert(c.b.compare(shlo::Compare::NE, x, c.b.constant(0, x.type.elem, x.type.dims)), ElemType::S64);
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  return {reduce_to_out(c, nz, dims, shlo::Reducer::Add, 0)};
+}
+
+std::vector<Value> aminmax(LowerCtx& c) {
+  // aminmax(self, *, dim?, keepdim) -> (min, max)
+  Value x = c.t(0);
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  Value lo = c.b.reduce(x, extreme_init(c.b, x.type.elem, false), dims, shlo::Reducer::Min);
+  Value hi = c.b.reduce(x, extreme_init(c.b, x.type.elem, true), dims, shlo::Reducer::Max);
+  return {c.b.reshape(lo, c.out(0).dims), c.b.reshape(hi, c.out(1).dims)};
+}
+
+std::vector<Value> trace(LowerCtx& c) {
+  // sum of the main diagonal of a matrix
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out().elem);
+  if (acc == ElemType::Pred) acc = ElemType::S64;
+  Value x = b.convert(c.t(0), acc);
+  TensorType it{ElemType::S64, x.type.dims};
+  Value diag = b.compare(shlo::Compare::EQ, b.iota(it, 0), b.iota(it, 1));
+  Value masked = b.select(diag, x, b.constant(0, acc, x.type.dims));
+  return {b.convert(reduce_to_out(c, masked, {0, 1}, shlo::Reducer::Add, 0), c.out().elem)};
+}
+
 }  // namespace
 
 void append_reductions(std::vector<Lowering>& t) {
   t.push_back({"vector_norm", vector_norm, {"linalg_vector_norm", "linalg_vector_norm.out"}, kScalarValuesInKey});
+  t.push_back({"var", variance<false, false>, {"var.correction", "var.correction_out"}});
+  t.push_back({"std", variance<true, false>, {"std.correction", "std.correction_out"}});
+  t.push_back({"var_mean", variance<false, true>, {"var_mean.correction", "var_mean.correction_out"}});
+  t.push_back({"std_mean", variance<true, true>, {"std_mean.correction", "std_mean.correction_out"}});
+  t.push_back({"nansum", nansum, {"nansum", "nansum.out"}});
+  t.push_back({"count_nonzero", count_nonzero, {"count_nonzero.dim_IntList", "count_nonzero.dim_IntList_out",
+                                                "count_nonzero", "count_nonzero.out"}});
+  t.push_back({"aminmax", aminmax, {"aminmax", "aminmax.out"}});
+  t.push_back({"trace", trace, {"trace", "trace.out"}});
   t.push_back({"sum", sum, {"sum.dim_IntList", "sum.IntList_out", "sum"}});
   t.push_back({"mean", mean, {"mean.dim", "mean.out", "mean"}});
   t.push_back({"prod", prod, {"prod.dim_int", "prod.int_out", "prod"}});

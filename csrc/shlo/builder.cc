@@ -236,6 +236,11 @@ Value Builder::constant(double v, ElemType t, const std::vector<int64_t>& dims) 
     return convert(f, t);
   }
   if (t == ElemType::Pred) return constant_int(v != 0, t, dims);
+  if (is_complex(t)) {  // (real, 0): built from a real constant and a zero imaginary part
+    ElemType part = t == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+    Value re = constant(v, part, dims), im = constant(0.0, part, dims);
+    return op("complex", {re, im}, TensorType{t, dims});
+  }
   return constant_int(static_cast<int64_t>(v), t, dims);
 }
 
@@ -243,7 +248,7 @@ Value Builder::constant_int(int64_t v, ElemType t, const std::vector<int64_t>& d
   TensorType scalar{t, {}};
   std::string lit;
   if (t == ElemType::Pred) lit = v ? "true" : "false";
-  else if (is_float(t)) return constant(static_cast<double>(v), t, dims);
+  else if (is_float(t) || is_complex(t)) return constant(static_cast<double>(v), t, dims);
   else if (is_unsigned_int(t)) lit = std::to_string(static_cast<uint64_t>(v));
   else lit = std::to_string(v);
   Value c = op("constant", {}, scalar, "value = dense<" + lit + "> : " + scalar.str());
@@ -328,10 +333,11 @@ Value Builder::concatenate(const std::vector<Value>& xs, int64_t dim) {
 }
 
 Value Builder::pad(const Value& x, const Value& pad_value, const std::vector<int64_t>& lo,
-                   const std::vector<int64_t>& hi) {
+                   const std::vector<int64_t>& hi, const std::vector<int64_t>& interior_in) {
+  std::vector<int64_t> interior = interior_in.empty() ? std::vector<int64_t>(lo.size(), 0) : interior_in;
   TensorType r = x.type;
-  for (size_t i = 0; i < lo.size(); ++i) r.dims[i] += lo[i] + hi[i];
-  std::vector<int64_t> interior(lo.size(), 0);
+  for (size_t i = 0; i < lo.size(); ++i)
+    r.dims[i] += lo[i] + hi[i] + (r.dims[i] > 0 ? (r.dims[i] - 1) * interior[i] : 0);
   return op("pad", {x, pad_value}, r,
             "edge_padding_low = " + int_array(lo) + ", edge_padding_high = " + int_array(hi) +
                 ", interior_padding = " + int_array(interior));

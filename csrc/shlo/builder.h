@@ -85,8 +85,9 @@ class Builder {
   Value slice(const Value& x, const std::vector<int64_t>& start,
               const std::vector<int64_t>& limit, const std::vector<int64_t>& stride);
   Value concatenate(const std::vector<Value>& xs, int64_t dim);
+  // `interior`: values inserted between neighbouring elements (none when empty).
   Value pad(const Value& x, const Value& pad_value, const std::vector<int64_t>& lo,
-            const std::vector<int64_t>& hi);
+            const std::vector<int64_t>& hi, const std::vector<int64_t>& interior = {});
   Value dynamic_update_slice(const Value& base, const Value& update,
                              const std::vector<int64_t>& start);
   // Start indices as 0-d s64 values (runtime offsets).
