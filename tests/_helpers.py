@@ -21,6 +21,16 @@ ON_TPU = DEVICE_TYPE == "tpu"
 # device backends (entry point group 'torch.backends') while importing.
 if ON_TPU:
     os.environ.setdefault("TORCH_TPU_CPU_DEVICES", "2")
+    # A fresh persistent compile cache per test session (subprocesses share
+    # it): tests that count compilations must not depend on what an earlier
+    # run left in ~/.cache/torch_tpu/xla.
+    if "TORCH_TPU_CACHE_DIR" not in os.environ:
+        import atexit
+        import shutil
+        import tempfile
+        _cache_dir = tempfile.mkdtemp(prefix="torch_tpu_test_cache_")
+        os.environ["TORCH_TPU_CACHE_DIR"] = _cache_dir
+        atexit.register(shutil.rmtree, _cache_dir, True)
     import torch_tpu  # noqa: F401  (registers the 'tpu' device)
 else:
     # the CPU stand-in must not depend on the state of the backend build

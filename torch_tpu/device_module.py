@@ -175,9 +175,33 @@ def empty_cache() -> None:
 
 # --- runtime introspection ---------------------------------------------------
 
+def host_op_stats() -> dict:
+    """Calls per op overload that ran through the explicit host path
+    (linalg decompositions StableHLO has no op for, FFTs): inputs copied to
+    the host, PyTorch's CPU kernel, results copied back."""
+    return _C.host_op_stats()
+
+
 def compile_stats() -> dict:
-    """Executables compiled, cache hits/misses, executions and transfers."""
+    """Executables compiled, cache hits/misses, executions and transfers.
+
+    ``compiles`` counts real compilations only; ``disk_loads`` counts
+    executables taken from the persistent cache instead."""
     return _C.compile_stats()
+
+
+def compile_cache_stats() -> dict:
+    """The persistent on-disk executable cache of this process.
+
+    ``enabled``/``dir``/``max_bytes`` come from ``TORCH_TPU_CACHE_DIR``
+    (default ``~/.cache/torch_tpu/xla``; empty or ``0`` disables) and
+    ``TORCH_TPU_CACHE_MAX_BYTES`` (default 2 GiB). ``supported`` is whether the
+    plugin can serialise executables (None until the first compile).
+    ``disk_hits``/``disk_misses``/``disk_writes``/``disk_corrupt``/
+    ``disk_errors``/``disk_evictions`` count this process's lookups, writes,
+    entries rejected (deleted and rebuilt) and entries removed by the size
+    bound; ``bytes_on_disk``/``entries_on_disk`` describe the directory now."""
+    return _C.compile_cache_stats()
 
 
 @contextlib.contextmanager

@@ -502,6 +502,28 @@ PYBIND11_MODULE(_C, m) {
     d["host_to_device"] = s.host_to_device.load();
     d["device_to_host"] = s.device_to_host.load();
     d["cached_executables"] = runtime::cache_size();
+    d["disk_loads"] = s.disk_loads.load();
+    return d;
+  });
+  m.def("compile_cache_stats", [] {
+    auto s = runtime::disk_cache::stats();
+    py::dict d;
+    d["enabled"] = s.enabled;
+    d["supported"] = s.supported < 0 ? py::object(py::none()) : py::object(py::bool_(s.supported == 1));
+    d["unsupported_reason"] = s.unsupported_reason;
+    d["dir"] = s.dir;
+    d["max_bytes"] = s.max_bytes;
+    d["disk_hits"] = s.hits;
+    d["disk_misses"] = s.misses;
+    d["disk_writes"] = s.writes;
+    d["disk_corrupt"] = s.corrupt;
+    d["disk_errors"] = s.errors;
+    d["disk_evictions"] = s.evictions;
+    d["bytes_on_disk"] = s.bytes;
+    d["entries_on_disk"] = s.entries;
+    d["load_seconds"] = s.load_seconds;
+    d["write_seconds"] = s.write_seconds;
+    d["fingerprint"] = s.fingerprint;
     return d;
   });
   m.def("_clear_executable_cache", [] { runtime::clear_cache(); });
@@ -529,6 +551,11 @@ PYBIND11_MODULE(_C, m) {
     py::dict reasons;
     for (auto& [r, n] : s.flush_reasons) reasons[py::str(r)] = n;
     d["materialisations_by_reason"] = reasons;
+    return d;
+  });
+  m.def("host_op_stats", [] {
+    py::dict d;
+    for (auto& [name, n] : aten::host_op_counts()) d[py::str(name)] = n;
     return d;
   });
   m.def("_storage_has_buffer", [](const at::Tensor& t) { return aten::handle_of(t).buffer != nullptr; });

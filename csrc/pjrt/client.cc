@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
@@ -249,6 +250,84 @@ ExecutablePtr Client::compile(const std::string& text, std::vector<shlo::TensorT
   a.compile_options_size = sizeof(kCompileOptions);
   check(api_->PJRT_Client_Compile(&a), "Client_Compile");
   return std::make_shared<Executable>(a.executable, std::move(outputs));
+}
+
+std::string Client::compile_options() { return std::string(kCompileOptions, sizeof(kCompileOptions)); }
+
+bool Client::has_serialization() const {
+  return HasSlot(api_, offsetof(PJRT_Api, PJRT_LoadedExecutable_GetExecutable)) &&
+         HasSlot(api_, offsetof(PJRT_Api, PJRT_Executable_Serialize)) &&
+         HasSlot(api_, offsetof(PJRT_Api, PJRT_Executable_Destroy)) &&
+         HasSlot(api_, offsetof(PJRT_Api, PJRT_Executable_DeserializeAndLoad)) &&
+         api_->PJRT_LoadedExecutable_GetExecutable && api_->PJRT_Executable_Serialize &&
+         api_->PJRT_Executable_Destroy && api_->PJRT_Executable_DeserializeAndLoad;
+}
+
+std::string Client::serialize(const Executable& exe) {
+  if (!has_serialization()) throw Error("torch_tpu: this PJRT plugin cannot serialise executables", 0);
+  // The serialisable (unloaded) executable behind the loaded one; ours to destroy.
+  auto g = zeroed<PJRT_LoadedExecutable_GetExecutable_Args>(PJRT_LoadedExecutable_GetExecutable_Args_STRUCT_SIZE);
+  g.loaded_executable = exe.raw();
+  check(api_->PJRT_LoadedExecutable_GetExecutable(&g), "LoadedExecutable_GetExecutable");
+  auto destroy_exe = [&] {
+    auto d = zeroed<PJRT_Executable_Destroy_Args>(PJRT_Executable_Destroy_Args_STRUCT_SIZE);
+    d.executable = g.executable;
+    destroy_error(api_, api_->PJRT_Executable_Destroy(&d));
+  };
+  auto a = zeroed<PJRT_Executable_Serialize_Args>(PJRT_Executable_Serialize_Args_STRUCT_SIZE);
+  a.executable = g.executable;
+  PJRT_Error* err = api_->PJRT_Executable_Serialize(&a);
+  if (err) {
+    destroy_exe();
+    check(err, "Executable_Serialize");
+  }
+  std::string bytes(a.serialized_bytes ? a.serialized_bytes : "", a.serialized_bytes_size);
+  if (a.serialized_executable_deleter) a.serialized_executable_deleter(a.serialized_executable);
+  destroy_exe();
+  return bytes;
+}
+
+ExecutablePtr Client::deserialize(const std::string& bytes, std::vector<shlo::TensorType> outputs) {
+  if (!has_serialization()) throw Error("torch_tpu: this PJRT plugin cannot load serialised executables", 0);
+  auto a = zeroed<PJRT_Executable_DeserializeAndLoad_Args>(PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE);
+  a.client = client_;
+  a.serialized_executable = bytes.data();
+  a.serialized_executable_size = bytes.size();
+  check(api_->PJRT_Executable_DeserializeAndLoad(&a), "Executable_DeserializeAndLoad");
+  return std::make_shared<Executable>(a.loaded_executable, std::move(outputs));
+}
+
+std::string Client::platform_version() const {
+  auto pv = zeroed<PJRT_Client_PlatformVersion_Args>(PJRT_Client_PlatformVersion_Args_STRUCT_SIZE);
+  pv.client = client_;
+  check(api_->PJRT_Client_PlatformVersion(&pv), "Client_PlatformVersion");
+  return std::string(pv.platform_version, pv.platform_version_size);
+}
+
+std::string Client::plugin_attributes() const {
+  auto a = zeroed<PJRT_Plugin_Attributes_Args>(PJRT_Plugin_Attributes_Args_STRUCT_SIZE);
+  PJRT_Error* err = api_->PJRT_Plugin_Attributes(&a);
+  if (err) {
+    destroy_error(api_, err);
+    return "";
+  }
+  std::string out;
+  for (size_t i = 0; i < a.num_attributes; ++i) {
+    const PJRT_NamedValue& v = a.attributes[i];
+    out.append(v.name, v.name_size);
+    out += '=';
+    switch (v.type) {
+      case PJRT_NamedValue_kString: out.append(v.string_value, v.value_size); break;
+      case PJRT_NamedValue_kInt64: out += std::to_string(v.int64_value); break;
+      case PJRT_NamedValue_kInt64List:
+        for (size_t k = 0; k < v.value_size; ++k) out += (k ? "," : "") + std::to_string(v.int64_array_value[k]);
+        break;
+      case PJRT_NamedValue_kFloat: out += std::to_string(v.float_value); break;
+      case PJRT_NamedValue_kBool: out += v.bool_value ? "true" : "false"; break;
+    }
+    out += ';';
+  }
+  return out;
 }
 
 std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<Buffer*>& args, int device,

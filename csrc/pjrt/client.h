@@ -129,6 +129,20 @@ class Client {
   std::vector<BufferPtr> execute(const Executable& exe, const std::vector<Buffer*>& args, int device,
                                  const std::vector<int>& donated_args = {});
 
+  // ---- Serialised executables (the persistent compile cache) ----
+  // Whether the plugin's API table has the slots serialisation needs (the
+  // plugin may still answer UNIMPLEMENTED; serialize() then throws).
+  bool has_serialization() const;
+  // The executable as bytes that deserialize() turns back into a loaded
+  // executable on a client of the same plugin build and host.
+  std::string serialize(const Executable& exe);
+  ExecutablePtr deserialize(const std::string& bytes, std::vector<shlo::TensorType> outputs);
+  // The serialised compile options every compile() uses (part of cache keys).
+  static std::string compile_options();
+  std::string platform_version() const;
+  // The plugin's attributes as "name=value;" text (part of cache keys).
+  std::string plugin_attributes() const;
+
   // Waits until every execution issued so far on `device` (-1: all) is complete.
   void synchronize(int device);
 

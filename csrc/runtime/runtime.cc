@@ -113,11 +113,26 @@ CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltMo
   stats().cache_misses++;
   BuiltModule m = build();
   maybe_dump(key, m.text);
-  auto t0 = std::chrono::steady_clock::now();
-  auto exe = client().compile(m.text, m.outputs);
-  auto dt = std::chrono::steady_clock::now() - t0;
-  stats().compiles++;
-  stats().compile_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count();
+  pjrt::Client& c = client();
+  // The persistent cache is keyed by the text too, so a changed lowering
+  // never reuses an old binary.
+  const bool use_disk = disk_cache::enabled();
+  disk_cache::Key disk_key{};
+  pjrt::ExecutablePtr exe;
+  if (use_disk) {
+    disk_key = disk_cache::entry_key(c, key, m.text);
+    exe = disk_cache::load(c, disk_key, m.outputs);
+  }
+  if (exe) {
+    stats().disk_loads++;
+  } else {
+    auto t0 = std::chrono::steady_clock::now();
+    exe = c.compile(m.text, m.outputs);
+    auto dt = std::chrono::steady_clock::now() - t0;
+    stats().compiles++;
+    stats().compile_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count();
+    if (use_disk) disk_cache::store(c, disk_key, *exe);
+  }
   auto op = std::make_shared<CompiledOp>(CompiledOp{exe, m.outputs, m.donated_args, m.output_present});
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   g_cache.emplace(key, op);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pjrt/client.h"
+#include "runtime/disk_cache.h"
 
 namespace ttpu::runtime {
 
@@ -39,7 +40,8 @@ struct CompiledOp {
 using CompiledOpPtr = std::shared_ptr<const CompiledOp>;
 
 struct Stats {
-  std::atomic<uint64_t> compiles{0};
+  std::atomic<uint64_t> compiles{0};  // real compilations (a disk-cache load is not one)
+  std::atomic<uint64_t> disk_loads{0};  // executables loaded from the persistent cache instead
   std::atomic<uint64_t> cache_hits{0};
   std::atomic<uint64_t> cache_misses{0};
   std::atomic<uint64_t> executions{0};
@@ -50,7 +52,8 @@ struct Stats {
 Stats& stats();
 
 // Looks up `key`; on a miss calls `build` to make StableHLO text (and output
-// types), compiles it and caches the result. A hit builds no text.
+// types), loads it from the persistent disk cache (disk_cache.h) or compiles
+// it (and stores it there), and caches the result. A hit builds no text.
 struct BuiltModule {
   std::string text;
   std::vector<TensorType> outputs;
