@@ -51,3 +51,4 @@ from .device_module import compile_stats, synchronize  # noqa: E402
 from . import device_module  # noqa: E402
 from . import execution_mode  # noqa: E402
 from .execution_mode import defer_stats, sync  # noqa: E402
+from . import _compile  # noqa: E402,F401  (torch.compile backend "tpu", registered when Dynamo loads)

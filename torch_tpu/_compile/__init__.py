@@ -1,0 +1,24 @@
+"""torch.compile support: the Dynamo backend "tpu" (see backend.py for how it works).
+
+    import torch, torch_tpu
+    fn = torch.compile(fn, backend="tpu")     # or torch_tpu._compile.compile(fn)
+
+Importing this package (done by `import torch_tpu`) does not import Dynamo:
+the backend is registered when Dynamo's registry is first imported (_hook.py).
+"""
+from __future__ import annotations
+
+from . import _hook
+from .backend import reset_stats, stats
+
+__all__ = ["compile", "stats", "reset_stats"]
+
+
+def compile(fn, **kwargs):
+    """`torch.compile(fn, backend="tpu", **kwargs)`."""
+    import torch
+
+    return torch.compile(fn, backend="tpu", **kwargs)
+
+
+_hook.install()
