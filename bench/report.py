@@ -18,7 +18,8 @@ def main(path):
     print(f"Measured {meta['date']} on {meta['machine']}, torch {meta['torch']}, plugin "
           f"{meta['plugin']['platform_name']} (PJRT API {meta['plugin']['pjrt_api_version']}), "
           f"command `{meta['command']}`.\n")
-    head = "| case | CPU eager ms | " + " | ".join(f"tpu {m} ms | {m} / CPU" for m in modes) + " |"
+    label = {"inductor": "CPU torch.compile inductor ms", "compiled": "tpu torch.compile ms"}
+    head = "| case | CPU eager ms | " + " | ".join(f"{label.get(m, 'tpu ' + m + ' ms')} | {m} / CPU" for m in modes) + " |"
     print(head)
     print("|" + "---|" * (2 + 2 * len(modes)))
     by = {}

@@ -24,14 +24,25 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import torch_tpu  # noqa: F401
+from torch_tpu.execution_mode import EagerMode, eager_mode
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import models  # noqa: E402
 
-# Modes that exist today. Debug, DeferAndFuse and torch.compile join this list
-# when their issues land; the harness reports every mode it is given.
-TPU_MODES = ["strict"]
+# The eager modes on 'tpu'; each case runs on CPU and then in every one of them.
+EAGER_MODES = {"strict": EagerMode.STRICT, "debug": EagerMode.DEBUG, "defer": EagerMode.DEFER_AND_FUSE}
+TPU_MODES = list(EAGER_MODES)
+ALL_MODES = TPU_MODES + ["compiled", "inductor"]  # columns of the table
+
+
+def targets(modes=None):
+    """(mode, device) pairs: native CPU first, then 'tpu' in each mode."""
+    return [("cpu", "cpu")] + [(m, "tpu") for m in (modes or TPU_MODES)]
+
+
+def in_mode(mode):
+    return eager_mode(EAGER_MODES.get(mode, EagerMode.STRICT))
 
 
 def sync(device):
@@ -55,8 +66,9 @@ def measure(fn, device, repeats, inner, warmup=2):
 
 
 class Recorder:
-    def __init__(self, quick):
+    def __init__(self, quick, inductor=False):
         self.quick = quick
+        self.inductor = inductor
         self.records = []
         self.platform = torch_tpu._C._plugin_info()["platform_name"]
 
@@ -85,19 +97,30 @@ class Recorder:
 
 def case_dispatch(r: Recorder):
     reps, inner = (5, 200) if r.quick else (9, 1000)
-    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+    # In defer mode a result nobody keeps is never computed: the tiny cases
+    # there measure recording cost; the kept in-place result is computed.
+    for mode, dev in targets():
         a = torch.randn(16, 16, device=dev)
         b = torch.randn(16, 16, device=dev)
         v = a[2:10]
-        r.run("tiny add 16x16", mode, dev, lambda: a + b, reps, inner)
-        r.run("tiny mul scalar", mode, dev, lambda: a * 1.5, reps, inner)
-        r.run("view + in-place mul_", mode, dev, lambda: v.mul_(1.0), reps, inner)
-    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+        with in_mode(mode):
+            r.run("tiny add 16x16", mode, dev, lambda: a + b, reps, inner)
+            r.run("tiny mul scalar", mode, dev, lambda: a * 1.5, reps, inner)
+            r.run("view + in-place mul_", mode, dev, lambda: v.mul_(1.0), reps, inner)
+    for mode, dev in targets():
         x = torch.randn(1024, 1024, device=dev)
         y = torch.randn(1024, 1024, device=dev)
         s = torch.randn(64, 4096, device=dev)
-        r.run("matmul 1024x1024", mode, dev, lambda: x @ y, reps, 5 if r.quick else 10)
-        r.run("softmax 64x4096", mode, dev, lambda: torch.softmax(s, -1), reps, 20 if r.quick else 50)
+        out = torch.empty(1024, 1024, device=dev)
+        sm = torch.empty(64, 4096, device=dev)
+        # defer would skip results overwritten before anyone reads them, so
+        # there each op is followed by a sync: a one-op graph per call
+        flush = torch_tpu.sync if mode == "defer" else (lambda: None)
+        with in_mode(mode):
+            r.run("matmul 1024x1024", mode, dev, lambda: (torch.matmul(x, y, out=out), flush()), reps,
+                  5 if r.quick else 10)
+            r.run("softmax 64x4096", mode, dev, lambda: (torch.softmax(s, -1, out=sm), flush()), reps,
+                  20 if r.quick else 50)
 
 
 def case_compile(r: Recorder):
@@ -114,12 +137,28 @@ def case_compile(r: Recorder):
           note="first call of a new op signature (mul by a scalar): build text + compile + run")
 
 
-def training_case(r: Recorder, name, make, steps_inner):
+def training_case(r: Recorder, name, make, steps_inner, inductor=False):
     reps = 3 if r.quick else 7
-    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+    for mode, dev in targets() + [("compiled", "tpu")] + ([("inductor", "cpu")] if inductor else []):
+        with in_mode(mode):
+            training_mode_case(r, name, make, steps_inner, mode, dev, reps)
+
+
+def training_mode_case(r, name, make, steps_inner, mode, dev, reps):
         torch.manual_seed(0)
         step, first = make(dev)
-        if mode != "cpu":
+        if mode in ("compiled", "inductor"):
+            # the whole step (forward, backward, optimizer) under torch.compile;
+            # backward() is a graph break, so it runs as several graphs
+            torch._dynamo.reset()
+            step = first = torch.compile(step, backend="tpu" if mode == "compiled" else "inductor")
+        if mode == "inductor":
+            t = time.perf_counter()
+            first()
+            r.records.append({"name": name + " (first step)", "mode": mode, "platform": "cpu-native",
+                              "median_ms": (time.perf_counter() - t) * 1e3, "repeats": 1, "inner": 1,
+                              "compiles": 0, "peak_device_bytes": 0, "note": "inductor compile", "error": None})
+        if mode not in ("cpu", "inductor"):
             t = time.perf_counter()
             before = torch.tpu.compile_stats()["compiles"]
             first_rec = {"name": name + " (first step)", "mode": mode, "platform": r.platform, "repeats": 1,
@@ -138,17 +177,18 @@ def training_case(r: Recorder, name, make, steps_inner):
 
 
 def case_training(r: Recorder):
-    training_case(r, "MLP train step", models.mlp_step, 5 if r.quick else 20)
-    training_case(r, "small-GPT train step", models.gpt_step, 2 if r.quick else 5)
+    training_case(r, "MLP train step", models.mlp_step, 5 if r.quick else 20, inductor=r.inductor)
+    training_case(r, "small-GPT train step", models.gpt_step, 2 if r.quick else 5, inductor=r.inductor)
     training_case(r, "CNN train step", models.cnn_step, 2 if r.quick else 5)
 
 
 def case_generation(r: Recorder):
     reps = 3 if r.quick else 5
-    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+    for mode, dev in targets():
         gen = models.gpt_generate(dev, new_tokens=8 if r.quick else 32)
-        rec = r.run("small-GPT generate", mode, dev, gen, reps, 1,
-                    note="ms for the whole generation; tokens/s in 'tokens_per_s'")
+        with in_mode(mode):
+            rec = r.run("small-GPT generate", mode, dev, gen, reps, 1,
+                        note="ms for the whole generation; tokens/s in 'tokens_per_s'")
         if rec["median_ms"]:
             rec["tokens_per_s"] = (8 if r.quick else 32) / (rec["median_ms"] / 1e3)
 
@@ -157,7 +197,7 @@ def case_gemm(r: Recorder):
     n = 1024 if r.quick else 2048
     flops = 2 * n ** 3
     res = {}
-    for mode, dev in [("cpu", "cpu")] + [(m, "tpu") for m in TPU_MODES]:
+    for mode, dev in targets(["strict"]):
         x = torch.randn(n, n, device=dev)
         y = torch.randn(n, n, device=dev)
         rec = r.run(f"GEMM {n}^3 f32", mode, dev, lambda: x @ y, 3 if r.quick else 5, 3)
@@ -169,18 +209,48 @@ def case_gemm(r: Recorder):
             rec["mfu_vs_cpu_peak"] = rec["gflops"] / res["cpu"]["gflops"]
 
 
+WARM_CODE = """
+import sys, time
+t0 = time.perf_counter()
+import torch, torch_tpu
+sys.path.insert(0, {here!r})
+import models
+torch.manual_seed(0)
+step, _ = models.mlp_step("tpu")
+t1 = time.perf_counter()
+step().item()
+t2 = time.perf_counter()
+print((t2 - t0) * 1e3, (t2 - t1) * 1e3, torch.tpu.compile_stats()["compiles"])
+"""
+
+
 def case_warm_start(r: Recorder):
-    code = ("import time,torch,torch_tpu;t=time.perf_counter();x=torch.ones(64,64,device='tpu');"
-            "(x@x).sum().item();print((time.perf_counter()-t)*1e3)")
-    times = []
-    for _ in range(2 if r.quick else 3):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-        times.append(float(out.stdout.strip().splitlines()[-1]))
-    r.records.append({"name": "process start to first result", "mode": "strict", "platform": r.platform,
-                      "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
-                      "repeats": len(times), "inner": 1, "compiles": None, "peak_device_bytes": None,
-                      "note": "client creation + compiles; no disk cache yet", "error": None})
-    print(f"  {'process start to first result':<28} strict  {statistics.median(times):10.4f} ms")
+    """A new process runs one MLP training step: with an empty compilation
+    cache directory (cold) and again with the directory it filled (warm)."""
+    import tempfile
+    code = WARM_CODE.format(here=HERE)
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, TORCH_TPU_CACHE_DIR=cache)
+        for label in ("cold cache", "warm cache"):
+            runs = []
+            for i in range(2 if r.quick else 3):
+                if label == "cold cache":
+                    for f in os.listdir(cache):
+                        os.remove(os.path.join(cache, f))
+                out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                                     env=env)
+                total, first, compiles = out.stdout.strip().splitlines()[-1].split()
+                runs.append((float(total), float(first), int(compiles)))
+            for idx, what in ((0, "process start to first step"), (1, "first step only")):
+                times = [x[idx] for x in runs]
+                name = f"{what} ({label})"
+                r.records.append({"name": name, "mode": "strict", "platform": r.platform,
+                                  "median_ms": statistics.median(times), "min_ms": min(times),
+                                  "max_ms": max(times), "repeats": len(times), "inner": 1,
+                                  "compiles": runs[-1][2], "peak_device_bytes": None,
+                                  "note": "MLP training step in a fresh process; includes import for the first",
+                                  "error": None})
+                print(f"  {name:<40} strict  {statistics.median(times):10.4f} ms  compiles {runs[-1][2]}")
 
 
 def table(records):
@@ -188,12 +258,12 @@ def table(records):
     by = {}
     for rec in records:
         by.setdefault(rec["name"], {})[rec["mode"]] = rec
-    header = f"{'case':<32} {'cpu ms':>10} " + " ".join(f"{m + ' ms':>12} {m + '/cpu':>9}" for m in TPU_MODES)
+    header = f"{'case':<32} {'cpu ms':>10} " + " ".join(f"{m + ' ms':>12} {m + '/cpu':>9}" for m in ALL_MODES)
     rows.append(header)
     for name, modes in by.items():
         cpu = modes.get("cpu", {}).get("median_ms")
         line = f"{name:<32} {cpu if cpu is not None else float('nan'):>10.4f} "
-        for m in TPU_MODES:
+        for m in ALL_MODES:
             t = modes.get(m, {}).get("median_ms")
             ratio = t / cpu if (t and cpu) else None
             line += f"{t if t is not None else float('nan'):>12.4f} {ratio if ratio else float('nan'):>9.2f} "
@@ -232,8 +302,9 @@ def main():
     p.add_argument("--quick", action="store_true", help="a few minutes on a 2-core machine")
     p.add_argument("--out", default=os.path.join(HERE, "results", "latest.json"))
     p.add_argument("--only", default="", help="comma-separated case groups")
+    p.add_argument("--no-inductor", action="store_true", help="skip torch.compile(backend='inductor') on CPU")
     args = p.parse_args()
-    r = Recorder(args.quick)
+    r = Recorder(args.quick, inductor=not args.no_inductor)
     groups = {"dispatch": case_dispatch, "compile": case_compile, "training": case_training,
               "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start}
     chosen = [g for g in args.only.split(",") if g] or list(groups)
@@ -246,7 +317,8 @@ def main():
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": "python bench/run.py" + (" --quick" if args.quick else ""),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, {platform.platform()}",
-        "torch": torch.__version__, "plugin": torch_tpu._C._plugin_info(), "modes": ["cpu"] + TPU_MODES,
+        "torch": torch.__version__, "plugin": torch_tpu._C._plugin_info(),
+        "modes": ["cpu"] + TPU_MODES + ["compiled", "inductor"],
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

@@ -265,3 +265,17 @@ def assert_same_error(fn, *args):
         f"CPU raised {type(cpu_exc.value).__name__}: {cpu_exc.value}; "
         f"{DEV} raised {type(dev_exc.value).__name__}: {dev_exc.value}")
     return cpu_exc.value, dev_exc.value
+
+
+# Modules that `from _helpers import each_eager_mode` run every test once per
+# execution mode (STRICT, DEBUG, DEFER_AND_FUSE): semantics must not depend on it.
+@pytest.fixture(autouse=True, params=["STRICT", "DEBUG", "DEFER_AND_FUSE"])
+def each_eager_mode(request):
+    if not ON_TPU:
+        if request.param != "STRICT":
+            pytest.skip("execution modes exist only on 'tpu'")
+        yield
+        return
+    from torch_tpu.execution_mode import EagerMode, eager_mode
+    with eager_mode(EagerMode[request.param]):
+        yield

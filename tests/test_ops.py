@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from _helpers import (DEV, assert_same, check, check_scenario, dtype_id, make_tensor,
                       to_device)
+from _helpers import each_eager_mode  # noqa: F401  (every test runs in STRICT, DEBUG and DEFER_AND_FUSE)
 
 # Tolerances ---------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from _helpers import (DEV, check, check_scenario, dtype_id, make_tensor, sync)
+from _helpers import each_eager_mode  # noqa: F401  (every test runs in STRICT, DEBUG and DEFER_AND_FUSE)
 
 # --------------------------------------------------------------------------
 # View kinds, all taken from a (4, 6) base
