@@ -339,17 +339,19 @@ std::vector<Value> log_sigmoid_backward(LowerCtx& c) {
   return as_out(c, b.mul(g, b.unary("logistic", neg(b, x))));
 }
 
+// The two halves of x along dim (glu's value and gate).
+std::pair<Value, Value> halves(Builder& b, const Value& x, int64_t dim) {
+  std::vector<int64_t> start(x.type.rank(), 0), lim = x.type.dims, mid(x.type.rank(), 0), ones(x.type.rank(), 1);
+  lim[dim] = x.type.dims[dim] / 2;
+  mid[dim] = lim[dim];
+  return {b.slice(x, start, lim, ones), b.slice(x, mid, x.type.dims, ones)};
+}
+
 std::vector<Value> glu(LowerCtx& c) {
   // glu(self, dim): first half * sigmoid(second half)
   Builder& b = c.b;
   Value x = b.convert(c.t(0), accumulate_type(c.out().elem));
-  int64_t dim = wrap_dim(c.i(1), x.type.rank());
-  int64_t h = x.type.dims[dim] / 2;
-  std::vector<int64_t> start(x.type.rank(), 0), lim = x.type.dims, mid(x.type.rank(), 0);
-  lim[dim] = h;
-  mid[dim] = h;
-  std::vector<int64_t> ones(x.type.rank(), 1);
-  Value a = b.slice(x, start, lim, ones), g = b.slice(x, mid, x.type.dims, ones);
+  auto [a, g] = halves(b, x, wrap_dim(c.i(1), x.type.rank()));
   return as_out(c, b.mul(a, b.unary("logistic", g)));
 }
 
@@ -359,12 +361,8 @@ std::vector<Value> glu_backward(LowerCtx& c) {
   ElemType acc = accumulate_type(c.out().elem);
   Value go = b.convert(c.t(0), acc), x = b.convert(c.t(1), acc);
   int64_t dim = wrap_dim(c.i(2), x.type.rank());
-  int64_t h = x.type.dims[dim] / 2;
-  std::vector<int64_t> start(x.type.rank(), 0), lim = x.type.dims, mid(x.type.rank(), 0);
-  lim[dim] = h;
-  mid[dim] = h;
-  std::vector<int64_t> ones(x.type.rank(), 1);
-  Value a = b.slice(x, start, lim, ones), s = b.unary("logistic", b.slice(x, mid, x.type.dims, ones));
+  auto [a, g] = halves(b, x, dim);
+  Value s = b.unary("logistic", g);
   Value ga = b.mul(go, s);
   Value gb = b.mul(b.mul(go, a), b.mul(s, b.sub(k(b, 1, s), s)));
   return as_out(c, b.concatenate({ga, gb}, dim));

@@ -42,15 +42,6 @@ struct HookInstaller {
   HookInstaller() { pjrt::Buffer::materialize_hook = &hook; }
 } g_hook_installer;
 
-void append_type(std::string& key, const TensorType& t) {
-  key += shlo::mlir_name(t.elem);
-  for (auto d : t.dims) {
-    key += ',';
-    key += std::to_string(d);
-  }
-  key += ';';
-}
-
 }  // namespace
 
 std::vector<BufferPtr> record(int device, const std::string& key, const std::vector<BufferPtr>& inputs,

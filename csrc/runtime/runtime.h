@@ -68,6 +68,9 @@ void clear_cache();
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device);
 
 BufferPtr upload(const void* data, const TensorType& type, int device);
+
+// Appends a type ("f32,2,3;") to a cache key.
+void append_type(std::string& key, const TensorType& t);
 void download(const pjrt::Buffer& buffer, void* dst);
 
 // Execution mode: Strict (asynchronous, default) or Debug (every op waits for

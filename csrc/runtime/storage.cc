@@ -6,8 +6,6 @@
 
 namespace ttpu::runtime {
 
-namespace {
-
 void append_type(std::string& key, const TensorType& t) {
   key += shlo::mlir_name(t.elem);
   for (auto d : t.dims) {
@@ -16,6 +14,8 @@ void append_type(std::string& key, const TensorType& t) {
   }
   key += ';';
 }
+
+namespace {
 
 void append_view(std::string& key, const ops::ViewSpec& v) {
   key += shlo::mlir_name(v.elem);
