@@ -257,3 +257,21 @@ def test_defer_backward_end_is_a_sync_point():
     wc = w.detach().cpu()
     torch.testing.assert_close(w.grad.cpu(), 3 * (1 - wc.tanh() ** 2))
     torch.testing.assert_close(g.cpu(), 2 * wc)
+
+
+def test_defer_donates_dead_inputs_only():
+    w_cpu, g_cpu = torch.randn(64, 64), torch.randn(64, 64)
+    w, g = w_cpu.to("tpu"), g_cpu.to("tpu")
+    view = w[:8]  # shares w's storage: the old buffer is still reachable through it until the update
+    with eager_mode(EagerMode.DEFER_AND_FUSE):
+        torch_tpu.sync()
+        d0 = torch_tpu.defer_stats()["args_donated"]
+        w.add_(g, alpha=-0.1)
+        w.mul_(0.9)
+        torch_tpu.sync()
+        d1 = torch_tpu.defer_stats()["args_donated"]
+    expect = (w_cpu - 0.1 * g_cpu) * 0.9
+    torch.testing.assert_close(w.cpu(), expect)
+    torch.testing.assert_close(view.cpu(), expect[:8])
+    torch.testing.assert_close(g.cpu(), g_cpu)  # still referenced: never donated
+    assert d1 > d0  # w's old buffer was dead after the in-place update: its memory was reused

@@ -548,6 +548,7 @@ PYBIND11_MODULE(_C, m) {
     d["ops_recorded"] = s.ops_recorded;
     d["values_materialised"] = s.values_materialised;
     d["values_dropped"] = s.values_dropped;
+    d["args_donated"] = s.args_donated;
     py::dict reasons;
     for (auto& [r, n] : s.flush_reasons) reasons[py::str(r)] = n;
     d["materialisations_by_reason"] = reasons;

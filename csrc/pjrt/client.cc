@@ -69,13 +69,16 @@ void destroy_error(const PJRT_Api* api, PJRT_Error* e) {
 
 void disable_after_fork() { g_api = nullptr; }
 
-Buffer::~Buffer() {
+void Buffer::discard() {
   if (raw_ && g_api) {
     auto a = zeroed<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
     a.buffer = raw_;
     destroy_error(g_api, g_api->PJRT_Buffer_Destroy(&a));
   }
+  raw_ = nullptr;
 }
+
+Buffer::~Buffer() { discard(); }
 
 Executable::~Executable() {
   if (raw_ && g_api) {
@@ -362,7 +365,7 @@ std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<
   PJRT_Event* done[1] = {nullptr};
   a.device_complete_events = done;
   check(api_->PJRT_LoadedExecutable_Execute(&a), "LoadedExecutable_Execute");
-  for (int d : donated_args) args[d]->release();
+  for (int d : donated_args) args[d]->discard();  // its memory now belongs to a result
   if (done[0]) track(device, done[0]);
   std::vector<BufferPtr> result;
   result.reserve(outs.size());

@@ -78,7 +78,8 @@ class Buffer {
   int device() const { return device_; }
   size_t nbytes() const { return static_cast<size_t>(type_.numel()) * shlo::byte_size(type_.elem); }
   // Ownership moved to the device by donation: do not destroy.
-  void release() { raw_ = nullptr; }
+  void release() { raw_ = nullptr; }  // the handle moved elsewhere
+  void discard();                     // destroys the handle now (after donation)
 
  private:
   abi::PJRT_Buffer* raw_;

@@ -18,6 +18,7 @@ struct Node {
   // concrete buffer (held until the graph runs).
   std::vector<uint64_t> input_ids;  // 0 = concrete
   std::vector<BufferPtr> concrete;  // parallel to input_ids
+  std::vector<int> arg_index;       // graph argument of each concrete input (set at flush)
   std::vector<uint64_t> output_ids;
   std::vector<std::weak_ptr<pjrt::Buffer>> outputs;
   std::vector<TensorType> output_types;
@@ -34,7 +35,8 @@ std::atomic<bool> g_inject_failure{false};
 
 void run_graph(std::vector<Node>& nodes, const std::string& key, const std::vector<BufferPtr>& args,
                const std::vector<std::shared_ptr<pjrt::Buffer>>& live,
-               const std::vector<std::pair<size_t, size_t>>& live_pos, int device);
+               const std::vector<std::pair<size_t, size_t>>& live_pos, const std::vector<int>& donated_for_result,
+               const std::vector<int>& donated_args, int device);
 
 void hook() { flush("a pending value was needed"); }
 
@@ -88,8 +90,11 @@ void flush(const char* reason) {
     ~Reset() { g_flushing = false; }
   } reset;
 
-  // Pass 1: structure key, graph arguments and live results (no text).
+  // Pass 1: structure key, graph arguments (each buffer once) and live
+  // results (no text).
   std::unordered_map<uint64_t, size_t> local;  // pending id -> position in the graph
+  std::unordered_map<const pjrt::Buffer*, int> arg_of;
+  std::unordered_map<const pjrt::Buffer*, long> graph_refs;  // references held by the recorded nodes
   std::vector<BufferPtr> args;
   std::vector<std::shared_ptr<pjrt::Buffer>> live;
   std::vector<std::pair<size_t, size_t>> live_pos;  // (node, output)
@@ -97,19 +102,26 @@ void flush(const char* reason) {
   size_t position = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (size_t k = 0; k < nodes[i].output_ids.size(); ++k) local[nodes[i].output_ids[k]] = position++;
+    for (const auto& c : nodes[i].concrete)
+      if (c) graph_refs[c.get()]++;
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node& n = nodes[i];
     key += n.key;
     key += '(';
+    n.arg_index.assign(n.input_ids.size(), -1);
     for (size_t k = 0; k < n.input_ids.size(); ++k) {
       if (n.input_ids[k]) {
         key += 'v';
         key += std::to_string(local.at(n.input_ids[k]));
       } else {
+        auto [it, fresh] = arg_of.emplace(n.concrete[k].get(), static_cast<int>(args.size()));
+        if (fresh) args.push_back(n.concrete[k]);
+        n.arg_index[k] = it->second;
         key += 'a';
+        key += std::to_string(it->second);
+        key += ':';
         append_type(key, n.concrete[k]->type());
-        args.push_back(n.concrete[k]);
       }
       key += ',';
     }
@@ -124,14 +136,32 @@ void flush(const char* reason) {
     }
     key += '\n';
   }
+  // Donation: an argument only the recorded nodes (and `args`) still hold is
+  // dead after the graph, so its memory may become a result of the same type
+  // (a parameter or optimizer state updated in place reuses its buffer).
+  std::vector<int> donated_for_result(live.size(), -1);
+  std::vector<int> donated_args;
+  for (size_t a = 0; a < args.size(); ++a) {
+    if (args[a]->pending() || args[a].use_count() != graph_refs[args[a].get()] + 1) continue;
+    for (size_t r = 0; r < live.size(); ++r) {
+      if (donated_for_result[r] < 0 && live[r]->type().elem == args[a]->type().elem &&
+          live[r]->type().dims == args[a]->type().dims) {
+        donated_for_result[r] = static_cast<int>(a);
+        donated_args.push_back(static_cast<int>(a));
+        key += 'D' + std::to_string(a) + '>' + std::to_string(r) + ';';
+        break;
+      }
+    }
+  }
   g_stats.graphs_executed++;
   g_stats.values_materialised += live.size();
   g_stats.values_dropped += position - live.size();
+  g_stats.args_donated += donated_args.size();
   g_reasons[reason]++;
   if (live.empty()) return;
 
   try {
-    run_graph(nodes, key, args, live, live_pos, device);
+    run_graph(nodes, key, args, live, live_pos, donated_for_result, donated_args, device);
   } catch (const pjrt::Error& e) {
     std::string ops;
     for (size_t i = 0; i < nodes.size() && i < 8; ++i) ops += (i ? ", " : "") + nodes[i].key.substr(0, nodes[i].key.find('|'));
@@ -145,18 +175,21 @@ void flush(const char* reason) {
 namespace {
 void run_graph(std::vector<Node>& nodes, const std::string& key, const std::vector<BufferPtr>& args,
                const std::vector<std::shared_ptr<pjrt::Buffer>>& live,
-               const std::vector<std::pair<size_t, size_t>>& live_pos, int device) {
+               const std::vector<std::pair<size_t, size_t>>& live_pos, const std::vector<int>& donated_for_result,
+               const std::vector<int>& donated_args, int device) {
   if (g_inject_failure.load()) throw pjrt::Error("torch_tpu: injected graph failure (test hook)", 0);
   // Pass 2 (cache miss only): one module from every recorded lowering.
   auto compiled = get_or_compile(key, [&] {
     shlo::Builder b;
+    std::vector<Value> arg_values;
+    for (const auto& a : args) arg_values.push_back(b.arg(a->type()));
     std::vector<std::vector<Value>> results(nodes.size());
     std::unordered_map<uint64_t, Value> values;
     for (size_t i = 0; i < nodes.size(); ++i) {
       Node& n = nodes[i];
       std::vector<Value> ins;
       for (size_t k = 0; k < n.input_ids.size(); ++k)
-        ins.push_back(n.input_ids[k] ? values.at(n.input_ids[k]) : b.arg(n.concrete[k]->type()));
+        ins.push_back(n.input_ids[k] ? values.at(n.input_ids[k]) : arg_values.at(n.arg_index[k]));
       std::vector<Value> outs = n.emit(b, ins);
       for (size_t k = 0; k < outs.size(); ++k) values.emplace(n.output_ids[k], outs[k]);
       results[i] = std::move(outs);
@@ -167,7 +200,7 @@ void run_graph(std::vector<Node>& nodes, const std::string& key, const std::vect
       module_results.push_back(results[i][k]);
       types.push_back(nodes[i].output_types[k]);
     }
-    return BuiltModule{b.module(module_results), types, {}, {}};
+    return BuiltModule{b.module(module_results, donated_for_result), types, donated_args, {}};
   });
   std::vector<pjrt::Buffer*> raw;
   for (auto& a : args) raw.push_back(a.get());

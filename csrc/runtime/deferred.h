@@ -32,6 +32,7 @@ struct DeferStats {
   uint64_t ops_recorded = 0;
   uint64_t values_materialised = 0;
   uint64_t values_dropped = 0;  // recorded results nobody referenced at the sync
+  uint64_t args_donated = 0;    // dead input buffers whose memory became a result
   std::vector<std::pair<std::string, uint64_t>> flush_reasons;
 };
 DeferStats defer_stats();
