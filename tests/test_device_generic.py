@@ -529,7 +529,6 @@ class TestTypePromotion(DeviceGenericTestCase):
                     torch.div(a, b), torch.remainder(a, b), torch.fmod(a, b))
         self.check_on_device(device, sc)
 
-    @not_lowered_on_tpu("aten::floor_divide")
     def test_floor_divide_operator(self, device):
         self.check_on_device(device, lambda dev: torch.tensor([7, -7, 6], device=dev) // 2)
 

@@ -177,7 +177,6 @@ def test_cross_entropy_weight():
           logits, target, w, **TOL)
 
 
-@xfail_tpu("aten::nll_loss2d_forward not lowered yet")
 def test_cross_entropy_spatial():
     # (N, C, L) logits route through nll_loss2d
     logits, w = rg((2, 4, 3)), make_tensor((4,), low=0.5, high=1.5, seed=2)
@@ -479,10 +478,7 @@ def test_float8_roundtrip_bits(f8, src):
 
 
 @pytest.mark.parametrize("f8", [
-    pytest.param(torch.float8_e4m3fn, id="e4m3fn", marks=xfail_tpu(
-        "convert to float8_e4m3fn: CPU saturates out-of-range values and +-inf to +-448 "
-        "(0x7E), 'tpu' gives NaN (0x7F)",
-        raises=AssertionError)),
+    pytest.param(torch.float8_e4m3fn, id="e4m3fn"),
     pytest.param(torch.float8_e5m2, id="e5m2")])
 def test_float8_out_of_range(f8):
     # beyond max and +-inf: CPU saturates e4m3fn (no inf in the format) to +-448;

@@ -60,8 +60,11 @@ Value floor_div_int(Builder& b, const Value& a, const Value& d) {
   return b.select(adjust, b.sub(q, b.constant(1, a.type.elem, a.type.dims)), q);
 }
 
-std::vector<Value> div(LowerCtx& c) {
-  std::string mode = c.has(2) ? c.str(2) : "";
+std::vector<Value> div_mode(LowerCtx& c, const std::string& mode);
+
+std::vector<Value> div(LowerCtx& c) { return div_mode(c, c.has(2) ? c.str(2) : ""); }
+
+std::vector<Value> div_mode(LowerCtx& c, const std::string& mode) {
   ElemType out = c.out().elem;
   if (mode.empty() || shlo::is_float(out)) {
     ElemType ct = accumulate_type(out);
@@ -77,6 +80,14 @@ std::vector<Value> div(LowerCtx& c) {
   Value a = in(c, 0, out), d = in(c, 1, out);
   if (mode == "trunc") return {c.b.div(a, d)};
   return {floor_div_int(c.b, a, d)};
+}
+
+// << and >>: arithmetic right shift for signed types, as on CPU.
+std::vector<Value> shift(LowerCtx& c, bool left) {
+  ElemType t = c.out().elem;
+  Value a = in(c, 0, t), n = in(c, 1, t);
+  const char* op = left ? "shift_left" : shlo::is_unsigned_int(t) ? "shift_right_logical" : "shift_right_arithmetic";
+  return {c.b.binary(op, a, n)};
 }
 
 Value powv(Builder& b, const Value& x, const Value& y) { return b.binary("power", x, y); }
@@ -337,6 +348,14 @@ void append_elementwise(std::vector<Lowering>& t) {
                },
                {"mul.Tensor", "mul_.Tensor", "mul.out"}});
   t.push_back({"div", div, {"div.Tensor", "div_.Tensor", "div.out", "div.Tensor_mode", "div_.Tensor_mode", "div.out_mode"}});
+  t.push_back({"floor_divide", [](LowerCtx& c) { return div_mode(c, "floor"); },
+               {"floor_divide", "floor_divide_.Tensor", "floor_divide.out"}});
+  t.push_back({"lshift", [](LowerCtx& c) { return shift(c, true); },
+               {"__lshift__.Scalar", "__lshift__.Tensor", "__ilshift__.Scalar", "__ilshift__.Tensor",
+                "bitwise_left_shift.Tensor", "bitwise_left_shift_.Tensor", "bitwise_left_shift.Tensor_out"}});
+  t.push_back({"rshift", [](LowerCtx& c) { return shift(c, false); },
+               {"__rshift__.Scalar", "__rshift__.Tensor", "__irshift__.Scalar", "__irshift__.Tensor",
+                "bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor", "bitwise_right_shift.Tensor_out"}});
   t.push_back({"maximum", [](LowerCtx& c) { return binary(c, "maximum"); }, {"maximum", "maximum.out"}});
   t.push_back({"minimum", [](LowerCtx& c) { return binary(c, "minimum"); }, {"minimum", "minimum.out"}});
   t.push_back({"pow", pow_tt, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"}});

@@ -49,6 +49,16 @@ std::vector<Value> uniform(LowerCtx& c) {
   return {res};
 }
 
+std::vector<Value> exponential(LowerCtx& c) {
+  // exponential_(self, lambd, generator): -log(1 - u) / lambd, u in [0, 1)
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  Value u = uniform01(c, rng_state(c, 2), out.dims, wants_f64(out));
+  ElemType ct = u.type.elem;
+  Value r = b.div(b.unary("negate", b.unary("log_plus_one", b.unary("negate", u))), b.constant(c.d(1), ct, out.dims));
+  return {b.convert(r, out.elem)};
+}
+
 std::vector<Value> normal(LowerCtx& c) {
   Builder& b = c.b;
   const TensorType& out = c.out();
@@ -146,6 +156,7 @@ void append_random(std::vector<Lowering>& t) {
   t.push_back({"native_dropout", native_dropout, {"native_dropout"}, kUsesDefaultRng});
   t.push_back({"native_dropout_backward", native_dropout_backward, {"native_dropout_backward"}});
   t.push_back({"uniform", uniform, {"uniform_"}, kNoReadSelf});
+  t.push_back({"exponential", exponential, {"exponential_"}, kNoReadSelf});
   t.push_back({"normal", normal, {"normal_"}, kNoReadSelf});
   t.push_back({"random_from", random_from, {"random_.from"}, kNoReadSelf});
   t.push_back({"random_to", random_to, {"random_.to"}, kNoReadSelf});

@@ -178,6 +178,14 @@ Value Builder::convert(const Value& x, ElemType to) {
     Value zero = constant(0, x.type.elem, x.type.dims);
     return compare(Compare::NE, x, zero);
   }
+  if (to == ElemType::F8E4M3FN && is_float(x.type.elem)) {
+    // e4m3fn has no infinity: like PyTorch, out-of-range values (and +-inf)
+    // saturate to +-448 rather than becoming NaN; NaN stays NaN.
+    Value f = convert(x, ElemType::F32);
+    Value lim = constant(448.0, ElemType::F32, x.type.dims);
+    Value clamped = op("clamp", {op("negate", {lim}, lim.type), f, lim}, f.type);
+    return op("convert", {clamped}, r);
+  }
   return op("convert", {x}, r);
 }
 
