@@ -329,16 +329,11 @@ def test_optimizer_foreach(opt_name):
     check_scenario(lambda d: _train(d, opt_name, "foreach"), **TOL)
 
 
-_FUSED_MISSING = {"AdamW": "aten::_fused_adamw_", "Adam": "aten::_fused_adam_",
-                  "SGD": "aten::_fused_sgd_"}
-
-
-@pytest.mark.parametrize("opt_name", [
-    pytest.param(n, marks=xfail_tpu(f"{op} not lowered yet"))
-    for n, op in _FUSED_MISSING.items()])
+@pytest.mark.parametrize("opt_name", list(OPTIMIZERS))
 def test_optimizer_fused(opt_name):
     # PyTorch accepts fused=True for a privateuse1 device (the device check in
-    # torch.optim lists the privateuse1 backend); the kernel itself is ours.
+    # torch.optim lists the privateuse1 backend); the kernels are
+    # torch_tpu/_fused_optim.py.
     check_scenario(lambda d: _train(d, opt_name, "fused"), **TOL)
 
 
@@ -529,3 +524,21 @@ def test_float8_scaled_cast_pattern():
         return x8.view(torch.uint8), x8.float() / scale
 
     check(q, x.detach(), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("found", [0.0, 1.0])
+@pytest.mark.parametrize("op", ["_fused_adamw_", "_fused_adam_"])
+def test_fused_adam_grad_scale_and_found_inf(op, found):
+    # GradScaler's path: grads divided by grad_scale, the update skipped when found_inf > 0
+    def sc(d):
+        g = torch.Generator().manual_seed(3)
+        ps = [torch.randn(4, 3, generator=g).to(d) for _ in range(2)]
+        grads = [torch.randn(4, 3, generator=g).to(d) * 8 for _ in range(2)]
+        m = [torch.randn(4, 3, generator=g).abs().to(d) for _ in range(2)]
+        v = [torch.randn(4, 3, generator=g).abs().to(d) for _ in range(2)]
+        steps = [torch.tensor(3.0).to(d) for _ in range(2)]
+        getattr(torch, op)(ps, grads, m, v, [], steps, lr=0.01, beta1=0.9, beta2=0.99, weight_decay=0.1,
+                           eps=1e-8, amsgrad=False, maximize=False, grad_scale=torch.tensor(8.0).to(d),
+                           found_inf=torch.tensor(found).to(d))
+        return ps, m, v
+    check_scenario(sc, **TOL)

@@ -42,6 +42,8 @@ def _register() -> None:
     from . import execution_mode
     execution_mode._init_from_env()
     execution_mode._install_backward_sync()
+    from . import _fused_optim
+    _fused_optim.install()
     _registered = True
 
 
