@@ -240,8 +240,6 @@ def test_adaptive_avg_pool2d_divisible():
     check(lambda x: F.adaptive_avg_pool2d(x, 1), rg((2, 3, 5, 7)), **TOL)
 
 
-@xfail_tpu("aten::_adaptive_avg_pool2d with non-divisible sizes not lowered yet",
-           raises=RuntimeError)
 def test_adaptive_avg_pool2d_uneven():
     check(lambda x: F.adaptive_avg_pool2d(x, (2, 3)), rg((1, 2, 5, 7)), **TOL)
 

@@ -1,5 +1,5 @@
 // Convolution (forward and backward as StableHLO convolutions), batch norm
-// (training and eval, running stats written back) and adaptive average pooling.
+// (training and eval, running stats written back). Pooling is in pool.cc.
 #include <stdexcept>
 #include <string>
 
@@ -328,57 +328,6 @@ std::vector<Value> batch_norm_backward(LowerCtx& c) {
   return r;
 }
 
-// ---------------------------------------------------------------------------
-// Adaptive average pooling when the input divides evenly into the output.
-
-std::vector<Value> adaptive_avg_pool(LowerCtx& c) {
-  Builder& b = c.b;
-  Value x = c.t(0);
-  const TensorType& out = c.out();
-  int rank = x.type.rank();
-  int spatial = static_cast<int>(c.ints(1).size());
-  std::vector<int64_t> split(x.type.dims.begin(), x.type.dims.end() - spatial);
-  std::vector<int64_t> reduce_dims;
-  for (int i = 0; i < spatial; ++i) {
-    int64_t in = x.type.dims[rank - spatial + i], o = out.dims[rank - spatial + i];
-    if (in % o != 0)
-      throw std::runtime_error("adaptive_avg_pool: input size " + std::to_string(in) +
-                               " is not a multiple of output size " + std::to_string(o) + " (not lowered yet)");
-    split.push_back(o);
-    split.push_back(in / o);
-    reduce_dims.push_back(static_cast<int64_t>(split.size()) - 1);
-  }
-  ElemType acc = accumulate_type(x.type.elem);
-  Value xr = b.reshape(b.convert(x, acc), split);
-  int64_t count = 1;
-  for (auto d : reduce_dims) count *= split[d];
-  Value s = b.reduce(xr, b.constant(0, acc), reduce_dims, Reducer::Add);
-  s = b.div(s, b.constant((double)count, acc, s.type.dims));
-  return {b.convert(b.reshape(s, out.dims), out.elem)};
-}
-
-std::vector<Value> adaptive_avg_pool_backward(LowerCtx& c) {
-  // _adaptive_avg_poolNd_backward(grad_output, self)
-  Builder& b = c.b;
-  Value g = c.t(0), x = c.t(1);
-  int rank = x.type.rank();
-  int spatial = rank - 2;
-  ElemType acc = accumulate_type(x.type.elem);
-  std::vector<int64_t> split(x.type.dims.begin(), x.type.dims.begin() + 2), mapping{0, 1};
-  int64_t count = 1;
-  for (int i = 0; i < spatial; ++i) {
-    int64_t in = x.type.dims[2 + i], o = g.type.dims[2 + i];
-    if (in % o != 0) throw std::runtime_error("adaptive_avg_pool backward: uneven windows are not lowered yet");
-    mapping.push_back(static_cast<int64_t>(split.size()));
-    split.push_back(o);
-    split.push_back(in / o);
-    count *= in / o;
-  }
-  Value gb = b.broadcast_in_dim(b.convert(g, acc), split, mapping);
-  gb = b.div(gb, b.constant((double)count, acc, split));
-  return {b.convert(b.reshape(gb, x.type.dims), c.out().elem)};
-}
-
 }  // namespace
 
 void append_conv(std::vector<Lowering>& t) {
@@ -386,9 +335,6 @@ void append_conv(std::vector<Lowering>& t) {
   t.push_back({"convolution_backward", conv_backward, {"convolution_backward_overrideable"}, kUsesMatmulPrecision, conv_backward_infer});
   t.push_back({"batch_norm", batch_norm, {"native_batch_norm"}, 0, nullptr, {3, 4}});
   t.push_back({"batch_norm_backward", batch_norm_backward, {"native_batch_norm_backward"}});
-  t.push_back({"adaptive_avg_pool", adaptive_avg_pool, {"_adaptive_avg_pool2d", "_adaptive_avg_pool3d"}});
-  t.push_back({"adaptive_avg_pool_backward", adaptive_avg_pool_backward,
-               {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d_backward"}});
 }
 
 }  // namespace ttpu::ops

@@ -342,6 +342,47 @@ std::vector<Value> upsample_backward(LowerCtx& c) {
   return {b.convert(separable(b, g, m, true), c.out().elem)};
 }
 
+// Adaptive average pooling: output cell o of a dim averages input
+// [floor(o * in / out), ceil((o + 1) * in / out)), so windows may overlap
+// and differ in size; as a matrix [out, in] per dim it is separable too.
+Value adaptive_matrix(Builder& b, int64_t in, int64_t out, ElemType t) {
+  TensorType it{ElemType::S64, {out, in}};
+  Value o = b.iota(it, 0), i = b.iota(it, 1);
+  auto ki = [&](int64_t v) { return b.constant_int(v, ElemType::S64, it.dims); };
+  Value start = b.div(b.mul(o, ki(in)), ki(out));
+  Value end = b.div(b.add(b.mul(b.add(o, ki(1)), ki(in)), ki(out - 1)), ki(out));
+  Value inside = b.binary("and", b.compare(Compare::GE, i, start), b.compare(Compare::LT, i, end));
+  Value width = b.convert(b.sub(end, start), t);
+  return b.select(inside, b.div(b.constant(1, t, it.dims), width), b.constant(0, t, it.dims));
+}
+
+std::vector<Value> adaptive_mats(Builder& b, const std::vector<int64_t>& in, const std::vector<int64_t>& out, ElemType t) {
+  std::vector<Value> m;
+  for (size_t i = 0; i < in.size(); ++i) m.push_back(adaptive_matrix(b, in[i], out[i], t));
+  return m;
+}
+
+std::vector<Value> adaptive_avg_pool(LowerCtx& c) {
+  // _adaptive_avg_poolNd(self, output_size)
+  Builder& b = c.b;
+  int spatial = static_cast<int>(c.ints(1).size());
+  ElemType t = accumulate_type(c.out().elem);
+  Value x = b.convert(c.t(0), t);
+  auto m = adaptive_mats(b, spatial_dims(x.type.dims, spatial), spatial_dims(c.out().dims, spatial), t);
+  return {b.convert(separable(b, x, m, false), c.out().elem)};
+}
+
+template <int Spatial>
+std::vector<Value> adaptive_avg_pool_backward(LowerCtx& c) {
+  // _adaptive_avg_poolNd_backward(grad_output, self)
+  Builder& b = c.b;
+  ElemType t = accumulate_type(c.out().elem);
+  Value g = b.convert(c.t(0), t);
+  const int spatial = Spatial;
+  auto m = adaptive_mats(b, spatial_dims(c.out().dims, spatial), spatial_dims(g.type.dims, spatial), t);
+  return {b.convert(separable(b, g, m, true), c.out().elem)};
+}
+
 }  // namespace
 
 void append_pool(std::vector<Lowering>& t) {
@@ -356,6 +397,12 @@ void append_pool(std::vector<Lowering>& t) {
   t.push_back({"avg_pool2d_backward", avg_pool_backward<2>, {"avg_pool2d_backward", "avg_pool2d_backward.grad_input"}});
   t.push_back({"avg_pool3d_backward", avg_pool_backward<3>, {"avg_pool3d_backward", "avg_pool3d_backward.grad_input"}});
 
+  t.push_back({"adaptive_avg_pool2d", adaptive_avg_pool, {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"}});
+  t.push_back({"adaptive_avg_pool3d", adaptive_avg_pool, {"_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out"}});
+  t.push_back({"adaptive_avg_pool2d_backward", adaptive_avg_pool_backward<2>,
+               {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out"}});
+  t.push_back({"adaptive_avg_pool3d_backward", adaptive_avg_pool_backward<3>,
+               {"_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.out"}});
   t.push_back({"upsample_nearest1d", upsample<Interp::Nearest, 1>, {"upsample_nearest1d", "upsample_nearest1d.out"}});
   t.push_back({"upsample_nearest2d", upsample<Interp::Nearest, 2>, {"upsample_nearest2d", "upsample_nearest2d.out"}});
   t.push_back({"upsample_nearest3d", upsample<Interp::Nearest, 3>, {"upsample_nearest3d", "upsample_nearest3d.out"}});
