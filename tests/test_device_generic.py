@@ -412,7 +412,6 @@ class TestIndexing(DeviceGenericTestCase):
             return _base(dev).take(torch.tensor([[0, 23], [7, -1]], device=dev))
         self.check_on_device(device, sc)
 
-    @not_lowered_on_tpu("aten::masked_scatter_")
     def test_masked_scatter(self, device):
         def sc(dev):
             x = _base(dev, shape=(2, 3))

@@ -239,6 +239,8 @@ const std::vector<Lowering>& lowering_table() {
     append_sort_scan(t);
     append_math(t);
     append_pool(t);
+    append_masked(t);
+    append_special(t);
     return t;
   }();
   return table;
@@ -259,6 +261,22 @@ Value reduce_loss(Builder& b, const Value& l, int64_t reduction) {
   Value s = b.reduce(l, b.constant(0, l.type.elem), all, shlo::Reducer::Add);
   if (reduction == 1) s = b.div(s, b.constant(static_cast<double>(std::max<int64_t>(l.type.numel(), 1)), l.type.elem));
   return s;
+}
+
+Value prefix_sum(Builder& b, const Value& x, int64_t dim) {
+  // Inclusive scan by doubling: after the step with shift k every element
+  // holds the sum of the 2k elements ending at it (log2(n) steps of O(n)).
+  int64_t n = x.type.dims.at(dim);
+  Value acc = x;
+  std::vector<int64_t> start(x.type.rank(), 0), stride(x.type.rank(), 1), lo(x.type.rank(), 0), hi(x.type.rank(), 0);
+  for (int64_t k = 1; k < n; k *= 2) {
+    std::vector<int64_t> limit = x.type.dims;
+    limit[dim] = n - k;
+    lo[dim] = k;
+    Value shifted = b.pad(b.slice(acc, start, limit, stride), b.constant(0, x.type.elem), lo, hi);
+    acc = b.add(acc, shifted);
+  }
+  return acc;
 }
 
 }  // namespace ttpu::ops

@@ -122,6 +122,12 @@ class Builder {
   int num_args() const { return static_cast<int>(args_.size()); }
   // A new unique SSA name, for lowerings that write region bodies themselves.
   std::string fresh();
+  // Region bodies (while loops): swap in an empty text, emit the region's ops,
+  // swap the function body back; returns the text that was in place.
+  std::string swap_body(std::string text) {
+    std::swap(body_, text);
+    return text;
+  }
 
  private:
   std::string region_binary(const char* opname, ElemType t);  // ^bb with one binary op
