@@ -13,6 +13,13 @@ import argparse
 import datetime
 import json
 import os
+
+# Native CPU and XLA's CPU runtime share this machine's cores in one process.
+# PyTorch's OpenMP threads busy-wait between parallel regions by default, so
+# right after the device ran (its thread pool still spinning), native CPU ops
+# were measured up to 50x slower on 2 cores. Passive waiting makes both sides
+# measurable in the same process; set before torch starts OpenMP.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import platform
 import statistics
 import subprocess

@@ -817,10 +817,11 @@ class TableKernel final : public c10::OperatorKernel {
     std::vector<shlo::Value> results = lowering_->fn(ctx);
     TORCH_CHECK(results.size() == outs.size() + writebacks, "torch_tpu internal error: lowering '",
                 lowering_->name, "' returned ", results.size(), " results, expected ", outs.size() + writebacks);
+    const size_t declared = outs.size();
     for (size_t j = 0; j < writebacks; ++j) {
       const c10::IValue& target = args.at(lowering_->writeback_args[j]);
       TensorType wt = target.isTensor() && target.toTensor().defined() ? type_of(target.toTensor())
-                                                                         : results[outs.size() + j].type;
+                                                                         : results[declared + j].type;
       outs.push_back(wt);
       present.push_back(true);
     }
@@ -969,8 +970,97 @@ class MaskExpandingKernel final : public c10::OperatorKernel {
   TableKernel inner_;
 };
 
+// unique / unique_consecutive / repeat_interleave(repeats): result sizes
+// depend on the values; computed on the host like nonzero (a sync point).
+at::Tensor to_dev(const at::Tensor& t, const at::Tensor& like) { return t.defined() ? t.to(like.device()) : t; }
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2_host(const at::Tensor& self, bool sorted, bool return_inverse,
+                                                            bool return_counts) {
+  auto [v, i, c] = at::_unique2(self.to(at::kCPU), sorted, return_inverse, return_counts);
+  return {to_dev(v, self), to_dev(i, self), to_dev(c, self)};
+}
+
+std::tuple<at::Tensor, at::Tensor> unique_host(const at::Tensor& self, bool sorted, bool return_inverse) {
+  auto [v, i] = at::_unique(self.to(at::kCPU), sorted, return_inverse);
+  return {to_dev(v, self), to_dev(i, self)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim_host(const at::Tensor& self, int64_t dim, bool sorted,
+                                                               bool return_inverse, bool return_counts) {
+  auto [v, i, c] = at::unique_dim(self.to(at::kCPU), dim, sorted, return_inverse, return_counts);
+  return {to_dev(v, self), to_dev(i, self), to_dev(c, self)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive_host(const at::Tensor& self, bool return_inverse,
+                                                                       bool return_counts, std::optional<int64_t> dim) {
+  auto [v, i, c] = at::unique_consecutive(self.to(at::kCPU), return_inverse, return_counts, dim);
+  return {to_dev(v, self), to_dev(i, self), to_dev(c, self)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_dim_consecutive_host(const at::Tensor& self, int64_t dim,
+                                                                           bool return_inverse, bool return_counts) {
+  auto [v, i, c] = at::unique_dim_consecutive(self.to(at::kCPU), dim, return_inverse, return_counts);
+  return {to_dev(v, self), to_dev(i, self), to_dev(c, self)};
+}
+
+at::Tensor repeat_interleave_host(const at::Tensor& repeats, std::optional<c10::SymInt> output_size) {
+  return at::repeat_interleave_symint(repeats.to(at::kCPU), output_size).to(repeats.device());
+}
+
+// The _native_batch_norm_legit family declares the running stats as mutated
+// arguments; native_batch_norm's lowering already updates them.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit(const at::Tensor& input,
+                                                                const std::optional<at::Tensor>& weight,
+                                                                const std::optional<at::Tensor>& bias,
+                                                                at::Tensor& running_mean, at::Tensor& running_var,
+                                                                bool training, double momentum, double eps) {
+  auto r = at::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+  if (!training) {  // as on CPU: no saved statistics in evaluation
+    std::get<1>(r) = at::empty({0}, input.options());
+    std::get<2>(r) = at::empty({0}, input.options());
+  } else {  // CPU saves them in the input's dtype
+    std::get<1>(r) = std::get<1>(r).to(input.scalar_type());
+    std::get<2>(r) = std::get<2>(r).to(input.scalar_type());
+  }
+  return r;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_stats(const at::Tensor& input,
+                                                                         const std::optional<at::Tensor>& weight,
+                                                                         const std::optional<at::Tensor>& bias,
+                                                                         bool training, double momentum, double eps) {
+  return at::native_batch_norm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_training(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const at::Tensor& running_mean, const at::Tensor& running_var, double momentum, double eps) {
+  auto r = at::native_batch_norm(input, weight, bias, running_mean, running_var, false, momentum, eps);
+  std::get<1>(r) = at::empty({0}, input.options());
+  std::get<2>(r) = at::empty({0}, input.options());
+  return r;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> batch_norm_with_update(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, double momentum, double eps) {
+  auto [y, mean, invstd] = at::native_batch_norm(input, weight, bias, running_mean, running_var, true, momentum, eps);
+  return {y, mean.to(input.scalar_type()), invstd.to(input.scalar_type()),
+          at::empty({0}, input.options().dtype(at::kByte))};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_new(
+    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& weight,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double eps,
+    std::array<bool, 3> output_mask, const at::Tensor& reserve) {
+  return at::native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_var, update,
+                                        eps, output_mask);
+}
+
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   auto shape = at::infer_size(self.sizes(), mask.sizes());
+  if (shape.empty()) shape.push_back(1);  // 0-d: select from a 1-element vector
   c10::List<std::optional<at::Tensor>> idx;
   idx.push_back(mask.expand(shape));
   return at::index(self.expand(shape), idx);
@@ -1063,7 +1153,30 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", nonzero_host);
   m.impl("nonzero.out", nonzero_out);
   m.impl("masked_select", masked_select);
+  m.impl("_unique2", unique2_host);
+  m.impl("_unique", unique_host);
+  m.impl("unique_dim", unique_dim_host);
+  m.impl("unique_consecutive", unique_consecutive_host);
+  m.impl("unique_dim_consecutive", unique_dim_consecutive_host);
+  m.impl("repeat_interleave.Tensor", repeat_interleave_host);
+  m.impl("_native_batch_norm_legit", batch_norm_legit);
+  m.impl("_native_batch_norm_legit.no_stats", batch_norm_legit_no_stats);
+  m.impl("_native_batch_norm_legit_no_training", batch_norm_legit_no_training);
+  m.impl("_batch_norm_with_update", batch_norm_with_update);
+  m.impl("batch_norm_backward", batch_norm_backward_new);
 
+  // A few ops (masked_scatter_) already carry a generic kernel for
+  // PrivateUse1 that cannot run on device buffers; replacing it with the
+  // lowering is intended, so the dispatcher's one-time "Overriding a
+  // previously registered kernel" warning is not shown at import.
+  struct QuietOverrides : c10::WarningHandler {
+    c10::WarningHandler* next = c10::WarningUtils::get_warning_handler();
+    void process(const c10::Warning& w) override {
+      if (w.msg().find("Overriding a previously registered kernel") == std::string::npos) next->process(w);
+    }
+  };
+  static QuietOverrides quiet;
+  c10::WarningUtils::WarningHandlerGuard quiet_guard(&quiet);
   auto& dispatcher = c10::Dispatcher::singleton();
   for (const auto& lowering : ops::lowering_table()) {
     for (const char* name : lowering.aten_ops) {
