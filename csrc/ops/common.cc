@@ -263,9 +263,10 @@ Value reduce_loss(Builder& b, const Value& l, int64_t reduction) {
   return s;
 }
 
-Value prefix_sum(Builder& b, const Value& x, int64_t dim) {
+Value prefix_scan(Builder& b, const Value& x, int64_t dim, bool product) {
   // Inclusive scan by doubling: after the step with shift k every element
-  // holds the sum of the 2k elements ending at it (log2(n) steps of O(n)).
+  // combines the 2k elements ending at it (log2(n) steps of O(n)); the
+  // shifted-in cells hold the identity.
   int64_t n = x.type.dims.at(dim);
   Value acc = x;
   std::vector<int64_t> start(x.type.rank(), 0), stride(x.type.rank(), 1), lo(x.type.rank(), 0), hi(x.type.rank(), 0);
@@ -273,10 +274,12 @@ Value prefix_sum(Builder& b, const Value& x, int64_t dim) {
     std::vector<int64_t> limit = x.type.dims;
     limit[dim] = n - k;
     lo[dim] = k;
-    Value shifted = b.pad(b.slice(acc, start, limit, stride), b.constant(0, x.type.elem), lo, hi);
-    acc = b.add(acc, shifted);
+    Value shifted = b.pad(b.slice(acc, start, limit, stride), b.constant(product ? 1 : 0, x.type.elem), lo, hi);
+    acc = product ? b.mul(acc, shifted) : b.add(acc, shifted);
   }
   return acc;
 }
+
+Value prefix_sum(Builder& b, const Value& x, int64_t dim) { return prefix_scan(b, x, dim, false); }
 
 }  // namespace ttpu::ops

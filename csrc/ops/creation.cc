@@ -46,6 +46,37 @@ std::vector<Value> linspace(LowerCtx& c) {
   return {b.convert(r, c.out().elem)};
 }
 
+std::vector<Value> logspace(LowerCtx& c) {
+  // logspace.out(start, end, steps, base, out): base ** linspace(start, end, steps)
+  Builder& b = c.b;
+  int64_t n = c.out().numel();
+  ElemType ct = ElemType::F64;
+  if (n == 0) return {b.constant(0, c.out().elem, {0})};
+  Value start = b.broadcast_in_dim(c.scalar(0, ct), {n}, {});
+  Value end = b.broadcast_in_dim(c.scalar(1, ct), {n}, {});
+  Value base = b.constant(c.d(3), ct, {n});
+  Value e = start;
+  if (n > 1) {
+    Value step = b.div(b.sub(end, start), b.constant(static_cast<double>(n - 1), ct, {n}));
+    Value i = b.iota(TensorType{ct, {n}}, 0);
+    Value from_start = b.add(start, b.mul(i, step));
+    Value from_end = b.sub(end, b.mul(b.sub(b.constant(static_cast<double>(n - 1), ct, {n}), i), step));
+    Value half = b.constant(static_cast<double>(n / 2), ct, {n});
+    e = b.select(b.compare(shlo::Compare::LT, i, half), from_start, from_end);
+  }
+  Value r = b.binary("power", base, e);
+  if (shlo::is_integral(c.out().elem)) r = b.unary("floor", r);
+  return {b.convert(r, c.out().elem)};
+}
+
+std::vector<Value> eye(LowerCtx& c) {
+  const TensorType& out = c.out();
+  TensorType it{ElemType::S64, out.dims};
+  if (out.numel() == 0) return {c.b.constant(0, out.elem, out.dims)};
+  Value diag = c.b.compare(shlo::Compare::EQ, c.b.iota(it, 0), c.b.iota(it, 1));
+  return {c.b.convert(diag, out.elem)};
+}
+
 }  // namespace
 
 void append_creation(std::vector<Lowering>& t) {
@@ -53,6 +84,8 @@ void append_creation(std::vector<Lowering>& t) {
   t.push_back({"zero", zero, {"zero_", "zero"}, kNoReadSelf});
   t.push_back({"arange", arange, {"arange.start_out"}, kScalarValuesInKey});
   t.push_back({"linspace", linspace, {"linspace.out"}});
+  t.push_back({"logspace", logspace, {"logspace.out"}});
+  t.push_back({"eye", eye, {"eye.out", "eye.m_out"}});
 }
 
 }  // namespace ttpu::ops

@@ -2,6 +2,8 @@
 // index_select. Indices become full coordinate vectors: the indexed dim takes
 // the index values, every other dim its own position (iota).
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <stdexcept>
 
 #include "ops/lowering.h"
@@ -43,6 +45,7 @@ std::vector<Value> gather(LowerCtx& c) {
   Builder& b = c.b;
   Value self = c.t(0);
   int64_t rank = self.type.rank();
+  if (c.out().numel() == 0 || self.type.numel() == 0) return {b.constant(0, c.out().elem, c.out().dims)};
   if (rank == 0) return {b.reshape(self, c.out().dims)};
   int64_t dim = wrap_dim(c.i(1), rank);
   Value index = wrap_negative(b, c.t(2), self.type.dims[dim]);
@@ -191,7 +194,7 @@ AdvancedIndex advanced_index(LowerCtx& c, const Value& x, size_t list_arg) {
       int64_t x1 = i < r - out.size() ? 1 : out[i - (r - out.size())];
       int64_t x2 = i < r - t.type.dims.size() ? 1 : t.type.dims[i - (r - t.type.dims.size())];
       if (x1 != x2 && x1 != 1 && x2 != 1) throw std::runtime_error("shape mismatch: indexing tensors could not be broadcast together");
-      res[i] = std::max(x1, x2);
+      res[i] = x1 == 1 ? x2 : x1;  // a size-0 dim broadcasts against 1
     }
     ai.batch = res;
   }
@@ -250,6 +253,233 @@ std::vector<Value> index_put(LowerCtx& c) {
   return {b.scatter(x, ai.coords, vals, dn, c.flag(3) ? &add : nullptr)};
 }
 
+
+// The identity of a scatter_reduce/index_reduce reduction for type t.
+Value reduce_identity(Builder& b, const std::string& reduce, ElemType t, const std::vector<int64_t>& dims) {
+  if (reduce == "prod") return b.constant(1, t, dims);
+  if (reduce == "amax" || reduce == "amin") {
+    bool mx = reduce == "amax";
+    if (shlo::is_float(t)) return b.constant(mx ? -INFINITY : INFINITY, t, dims);
+    if (t == ElemType::Pred) return b.constant_int(mx ? 0 : 1, t, dims);
+    int bits = shlo::byte_size(t) * 8;
+    if (shlo::is_signed_int(t)) {
+      int64_t lo = bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
+      int64_t hi = bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1;
+      return b.constant_int(mx ? lo : hi, t, dims);
+    }
+    uint64_t hi = bits == 64 ? UINT64_MAX : (uint64_t(1) << bits) - 1;
+    return mx ? b.constant_int(0, t, dims) : b.constant_bits(hi, t, dims);
+  }
+  return b.constant(0, t, dims);
+}
+
+// scatter_reduce along `dim`: `index` (s64, wrapped) has the shape of
+// `updates`; reduce is sum, prod, mean, amax or amin.
+Value scatter_reduce_core(Builder& b, const Value& self, int64_t dim, const Value& index, const Value& updates,
+                          const std::string& reduce, bool include_self) {
+  int64_t rank = self.type.rank();
+  if (index.type.numel() == 0) return self;
+  Value coords = coordinates(b, index, dim, rank);
+  std::string dn = "inserted_window_dims = " + iota_list(rank) + ", scatter_dims_to_operand_dims = " +
+                   iota_list(rank) + ", index_vector_dim = " + std::to_string(rank);
+  ElemType t = self.type.elem;
+  shlo::Reducer add = shlo::Reducer::Add;
+  ElemType ct = shlo::is_float(t) ? t : ElemType::S64;
+  Value counts;
+  if (!include_self || reduce == "mean")
+    counts = b.scatter(b.constant(0, ct, self.type.dims), coords, b.constant(1, ct, index.type.dims), dn, &add);
+  Value base = self;
+  if (!include_self) {
+    Value touched = b.compare(shlo::Compare::GT, counts, b.constant(0, ct, self.type.dims));
+    base = b.select(touched, reduce_identity(b, reduce, t, self.type.dims), self);
+  }
+  shlo::Reducer r = reduce == "prod" ? shlo::Reducer::Mul
+                    : reduce == "amax" ? shlo::Reducer::Max
+                    : reduce == "amin" ? shlo::Reducer::Min : shlo::Reducer::Add;
+  if (t == ElemType::Pred && r == shlo::Reducer::Add) r = shlo::Reducer::Or;
+  if (t == ElemType::Pred && r == shlo::Reducer::Mul) r = shlo::Reducer::And;
+  Value out = b.scatter(base, coords, updates, dn, &r);
+  if (reduce == "mean") {
+    Value n = include_self ? b.add(counts, b.constant(1, ct, self.type.dims)) : counts;
+    Value safe = b.max(n, b.constant(1, ct, self.type.dims));
+    if (shlo::is_float(t)) {
+      out = b.div(out, safe);
+    } else {  // floor division, as PyTorch does for integers
+      Value o = b.convert(out, ElemType::F64);
+      out = b.convert(b.unary("floor", b.div(o, b.convert(safe, ElemType::F64))), t);
+    }
+  }
+  return out;
+}
+
+std::vector<Value> scatter_reduce(LowerCtx& c) {
+  // scatter_reduce.two(self, dim, index, src, reduce, include_self)
+  Builder& b = c.b;
+  Value self = b.convert(c.t(0), c.out().elem);
+  const Value& index_in = c.t(2);
+  if (index_in.type.numel() == 0) return {self};
+  bool zero_d = self.type.rank() == 0;
+  if (zero_d) self = b.reshape(self, {1});
+  int64_t rank = self.type.rank();
+  int64_t dim = zero_d ? 0 : wrap_dim(c.i(1), rank);
+  Value index = wrap_negative(b, zero_d ? b.reshape(index_in, {1}) : index_in, self.type.dims[dim]);
+  Value src = b.convert(c.t(3), self.type.elem);
+  if (zero_d) src = b.reshape(src, {1});
+  std::vector<int64_t> zeros(rank, 0), strides(rank, 1);
+  Value updates = b.slice(src, zeros, index.type.dims, strides);
+  Value r = scatter_reduce_core(b, self, dim, index, updates, c.str(4), c.flag(5));
+  return {b.reshape(r, c.out().dims)};
+}
+
+// index_add / index_copy / index_reduce: slices of `source` go to the
+// positions along dim named by the 1-D index.
+std::vector<Value> index_scatter(LowerCtx& c, const std::string& reduce, bool include_self, bool has_alpha) {
+  // index_add(self, dim, index, source, alpha) / index_copy(self, dim, index, source) /
+  // index_reduce(self, dim, index, source, reduce, include_self)
+  Builder& b = c.b;
+  Value self = b.convert(c.t(0), c.out().elem);
+  bool zero_d = self.type.rank() == 0;
+  if (zero_d) self = b.reshape(self, {1});
+  int64_t rank = self.type.rank();
+  int64_t dim = zero_d ? 0 : wrap_dim(c.i(1), rank);
+  Value idx1 = b.reshape(c.t(2), {c.t(2).type.numel()});
+  if (idx1.type.dims[0] == 0) return {b.reshape(self, c.out().dims)};
+  Value src = b.convert(c.t(3), self.type.elem);
+  std::vector<int64_t> sdims = self.type.dims;
+  sdims[dim] = idx1.type.dims[0];
+  src = b.reshape(src, sdims);
+  if (has_alpha && c.has(4)) src = b.mul(src, c.scalar_like(4, src));
+  Value index = b.broadcast_in_dim(wrap_negative(b, idx1, self.type.dims[dim]), sdims, {dim});
+  Value r;
+  if (reduce == "copy") {
+    Value coords = coordinates(b, index, dim, rank);
+    std::string dn = "inserted_window_dims = " + iota_list(rank) + ", scatter_dims_to_operand_dims = " +
+                     iota_list(rank) + ", index_vector_dim = " + std::to_string(rank);
+    r = b.scatter(self, coords, src, dn, nullptr);
+  } else {
+    r = scatter_reduce_core(b, self, dim, index, src, reduce, include_self);
+  }
+  return {b.reshape(r, c.out().dims)};
+}
+
+// put(self, index, source, accumulate) and take(self, index): flat indexing.
+std::vector<Value> put(LowerCtx& c) {
+  Builder& b = c.b;
+  Value self = c.t(0);
+  int64_t n = self.type.numel();
+  Value flat = b.reshape(self, {n});
+  int64_t k = c.t(1).type.numel();
+  if (k == 0) return {self};
+  Value idx = wrap_negative(b, b.reshape(c.t(1), {k}), n);
+  Value src = b.reshape(b.convert(c.t(2), self.type.elem), {k});
+  std::string dn = "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1";
+  shlo::Reducer add = shlo::Reducer::Add;
+  Value r = b.scatter(flat, b.reshape(idx, {k, 1}), src, dn, c.flag(3) ? &add : nullptr);
+  return {b.reshape(r, self.type.dims)};
+}
+
+std::vector<Value> take(LowerCtx& c) {
+  Builder& b = c.b;
+  Value self = c.t(0);
+  int64_t n = self.type.numel();
+  const Value& index = c.t(1);
+  if (index.type.numel() == 0) return {b.constant(0, self.type.elem, c.out().dims)};
+  Value idx = wrap_negative(b, index, n);
+  return {b.reshape(b.gather_flat(b.reshape(self, {n}), idx), c.out().dims)};
+}
+
+// unfold_backward(grad_in, input_sizes, dim, size, step): window element
+// (k, j) came from position k * step + j along dim.
+std::vector<Value> unfold_backward(LowerCtx& c) {
+  Builder& b = c.b;
+  Value g = c.t(0);
+  const TensorType& out = c.out();
+  int64_t rank = out.rank();
+  if (rank == 0) return {b.reshape(g, {})};
+  int64_t dim = wrap_dim(c.i(2), rank), size = c.i(3), step = c.i(4);
+  int64_t nwin = g.type.dims[dim];
+  // move the trailing window dim next to dim and merge
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d <= dim; ++d) perm.push_back(d);
+  perm.push_back(rank);
+  for (int64_t d = dim + 1; d < rank; ++d) perm.push_back(d);
+  Value gt = b.transpose(g, perm);
+  std::vector<int64_t> merged = out.dims;
+  merged[dim] = nwin * size;
+  gt = b.reshape(gt, merged);
+  ElemType acc = accumulate_type(out.elem);
+  if (nwin * size == 0) return {b.constant(0, out.elem, out.dims)};
+  TensorType grid{ElemType::S64, {nwin, size}};
+  Value pos = b.add(b.mul(b.iota(grid, 0), b.constant_int(step, ElemType::S64, {nwin, size})), b.iota(grid, 1));
+  Value index = b.broadcast_in_dim(b.reshape(pos, {nwin * size}), merged, {dim});
+  Value r = scatter_reduce_core(b, b.constant(0, acc, out.dims), dim, index, b.convert(gt, acc), "sum", true);
+  return {b.convert(r, out.elem)};
+}
+
+// scatter.reduce / scatter.value_reduce(self, dim, index, src|value, reduce): "add" or "multiply".
+std::vector<Value> scatter_legacy_reduce(LowerCtx& c, bool value_is_scalar) {
+  Builder& b = c.b;
+  Value self = b.convert(c.t(0), c.out().elem);
+  const Value& index_in = c.t(2);
+  if (index_in.type.numel() == 0) return {self};
+  bool zero_d = self.type.rank() == 0;
+  if (zero_d) self = b.reshape(self, {1});
+  int64_t rank = self.type.rank();
+  int64_t dim = zero_d ? 0 : wrap_dim(c.i(1), rank);
+  Value index = wrap_negative(b, zero_d ? b.reshape(index_in, {1}) : index_in, self.type.dims[dim]);
+  Value updates;
+  if (value_is_scalar) {
+    updates = b.broadcast_in_dim(c.scalar(3, self.type.elem), index.type.dims, {});
+  } else {
+    Value src = b.convert(c.t(3), self.type.elem);
+    if (zero_d) src = b.reshape(src, {1});
+    std::vector<int64_t> zeros(rank, 0), strides(rank, 1);
+    updates = b.slice(src, zeros, index.type.dims, strides);
+  }
+  const std::string& r = c.str(4);
+  Value out = scatter_reduce_core(b, self, dim, index, updates, r == "multiply" ? "prod" : "sum", true);
+  return {b.reshape(out, c.out().dims)};
+}
+
+// Inclusive prefix sum of a 1-D s64 vector.
+Value prefix_sum(Builder& b, const Value& x) {
+  int64_t n = x.type.dims[0];
+  TensorType s{x.type.elem, {}};
+  std::string a = b.fresh(), bb = b.fresh(), r = b.fresh(), ty = s.str();
+  std::string region = "{\n    ^bb0(" + a + ": " + ty + ", " + bb + ": " + ty + "):\n      " + r +
+                       " = \"stablehlo.add\"(" + a + ", " + bb + ") : (" + ty + ", " + ty + ") -> " + ty +
+                       "\n      \"stablehlo.return\"(" + r + ") : (" + ty + ") -> ()\n  }";
+  return b.op_multi("reduce_window", {x, b.constant(0, x.type.elem)}, {x.type},
+                    "window_dimensions = " + shlo::int_array({n}) + ", window_strides = " + shlo::int_array({1}) +
+                        ", padding = dense<[[" + std::to_string(n - 1) + ", 0]]> : tensor<1x2xi64>",
+                    region)[0];
+}
+
+std::vector<Value> nonzero_static(LowerCtx& c) {
+  // nonzero_static(self, size, fill_value) -> [size, rank]: the first `size` nonzero coordinates.
+  Builder& b = c.b;
+  Value self = c.t(0);
+  const TensorType& out = c.out();
+  int64_t size = out.dims[0], rank = self.type.rank(), n = self.type.numel();
+  Value filled = b.constant_int(c.i(2), ElemType::S64, out.dims);
+  if (size == 0 || rank == 0 || n == 0) {
+    if (rank == 0 && size > 0) return {filled};
+    return {filled};
+  }
+  Value flat = b.reshape(self, {n});
+  Value nz = self.type.elem == ElemType::Pred ? flat : b.compare(shlo::Compare::NE, flat, b.constant(0, self.type.elem, {n}));
+  Value pos = b.sub(prefix_sum(b, b.convert(nz, ElemType::S64)), b.constant_int(1, ElemType::S64, {n}));
+  pos = b.select(nz, pos, b.constant_int(size, ElemType::S64, {n}));  // out of range: dropped
+  std::vector<Value> cols;
+  TensorType it{ElemType::S64, self.type.dims};
+  std::vector<int64_t> with_one = self.type.dims;
+  with_one.push_back(1);
+  for (int64_t d = 0; d < rank; ++d) cols.push_back(b.reshape(b.iota(it, d), with_one));
+  Value coords = b.reshape(b.concatenate(cols, rank), {n, rank});
+  std::string dn = "update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
+                   "index_vector_dim = 1";
+  return {b.scatter(filled, b.reshape(pos, {n, 1}), coords, dn, nullptr)};
+}
 }  // namespace
 
 void append_index(std::vector<Lowering>& t) {
@@ -266,6 +496,21 @@ void append_index(std::vector<Lowering>& t) {
   t.push_back({"index_fill", index_fill, {"index_fill.int_Scalar", "index_fill_.int_Scalar", "index_fill.int_Tensor",
                                           "index_fill_.int_Tensor", "index_fill.int_Scalar_out", "index_fill.int_Tensor_out"}});
   t.push_back({"index_select", index_select, {"index_select", "index_select.out"}});
+  t.push_back({"scatter_reduce", scatter_reduce, {"scatter_reduce.two", "scatter_reduce_.two", "scatter_reduce.two_out"}});
+  t.push_back({"index_add", [](LowerCtx& c) { return index_scatter(c, "sum", true, true); },
+               {"index_add", "index_add_", "index_add.out"}});
+  t.push_back({"index_copy", [](LowerCtx& c) { return index_scatter(c, "copy", true, false); },
+               {"index_copy", "index_copy_", "index_copy.out"}});
+  t.push_back({"index_reduce", [](LowerCtx& c) { return index_scatter(c, c.str(4), c.flag(5), false); },
+               {"index_reduce", "index_reduce_", "index_reduce.out"}});
+  t.push_back({"scatter_reduce_legacy", [](LowerCtx& c) { return scatter_legacy_reduce(c, false); },
+               {"scatter.reduce", "scatter_.reduce", "scatter.reduce_out"}});
+  t.push_back({"scatter_value_reduce", [](LowerCtx& c) { return scatter_legacy_reduce(c, true); },
+               {"scatter.value_reduce", "scatter_.value_reduce", "scatter.value_reduce_out"}});
+  t.push_back({"nonzero_static", nonzero_static, {"nonzero_static", "nonzero_static.out"}});
+  t.push_back({"put", put, {"put", "put_", "put.out"}});
+  t.push_back({"take", take, {"take", "take.out"}});
+  t.push_back({"unfold_backward", unfold_backward, {"unfold_backward", "unfold_backward.out"}});
 }
 
 }  // namespace ttpu::ops

@@ -139,7 +139,8 @@ bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>
 Value ew_in(LowerCtx& c, size_t i, ElemType compute);
 ElemType float_compute(LowerCtx& c);
 std::vector<Value> as_out(LowerCtx& c, const Value& v);
-// Inclusive prefix sum along dim in O(n log n) elementwise work.
+// Inclusive prefix sum (or product) along dim in O(n log n) elementwise work.
+Value prefix_scan(Builder& b, const Value& x, int64_t dim, bool product);
 Value prefix_sum(Builder& b, const Value& x, int64_t dim);
 // Loss reduction modes: 0 none, 1 mean, 2 sum.
 Value reduce_loss(Builder& b, const Value& l, int64_t reduction);

@@ -131,7 +131,7 @@ std::vector<Value> vector_norm(LowerCtx& c) {
   ElemType acc = accumulate_type(c.out().elem);
   Value x = b.unary("abs", b.convert(c.t(0), acc));
   auto dims = reduce_dims(c, 2, x.type.rank());
-  double ord = c.args[1].scalar_value;
+  double ord = c.has(1) ? c.args[1].scalar_value : 2.0;  // norm(p=None) is the 2-norm
   Value r;
   if (std::isinf(ord)) {
     r = b.reduce(x, b.constant(ord > 0 ? 0.0 : INFINITY, acc), dims, ord > 0 ? shlo::Reducer::Max : shlo::Reducer::Min);
@@ -217,7 +217,9 @@ std::vector<Value> trace(LowerCtx& c) {
 }  // namespace
 
 void append_reductions(std::vector<Lowering>& t) {
-  t.push_back({"vector_norm", vector_norm, {"linalg_vector_norm", "linalg_vector_norm.out"}, kScalarValuesInKey});
+  t.push_back({"vector_norm", vector_norm, {"linalg_vector_norm", "linalg_vector_norm.out", "norm.Scalar", "norm.Scalar_out", "norm.ScalarOpt_dim",
+                                            "norm.out", "norm.ScalarOpt_dim_dtype", "norm.dtype_out"},
+               kScalarValuesInKey});
   t.push_back({"var", variance<false, false>, {"var.correction", "var.correction_out"}});
   t.push_back({"std", variance<true, false>, {"std.correction", "std.correction_out"}});
   t.push_back({"var_mean", variance<false, true>, {"var_mean.correction", "var_mean.correction_out"}});

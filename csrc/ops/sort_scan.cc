@@ -1,4 +1,6 @@
 // Sorting and scans: sort, topk, cumsum/cumprod.
+#include <climits>
+#include <cmath>
 #include <stdexcept>
 
 #include "ops/lowering.h"
@@ -55,28 +57,338 @@ std::vector<Value> scan(LowerCtx& c, bool product) {
   ElemType acc = accumulate_type(out.elem);
   if (acc == ElemType::Pred) acc = ElemType::S64;
   Value x = b.convert(c.t(0), acc);
+  if (x.type.numel() == 0) return {b.constant(0, out.elem, out.dims)};
   if (x.type.rank() == 0) return {b.convert(x, out.elem)};
   int64_t dim = wrap_dim(c.i(1), x.type.rank());
-  int64_t n = x.type.dims[dim];
-  std::vector<int64_t> window(x.type.rank(), 1), strides(x.type.rank(), 1);
-  window[dim] = n;
-  std::string pad = "padding = dense<[";
-  for (int i = 0; i < x.type.rank(); ++i) pad += std::string(i ? ", " : "") + "[" + (i == dim ? std::to_string(n - 1) : "0") + ", 0]";
-  pad += "]> : tensor<" + std::to_string(x.type.rank()) + "x2xi64>";
-  TensorType s{acc, {}};
-  std::string a = b.fresh(), bb = b.fresh(), r = b.fresh();
-  std::string ty = s.str();
-  std::string region = "{\n    ^bb0(" + a + ": " + ty + ", " + bb + ": " + ty + "):\n      " + r + " = \"stablehlo." +
-                       (product ? "multiply" : "add") + "\"(" + a + ", " + bb + ") : (" + ty + ", " + ty + ") -> " + ty +
-                       "\n      \"stablehlo.return\"(" + r + ") : (" + ty + ") -> ()\n  }";
-  Value init = b.constant(product ? 1 : 0, acc);
-  auto res = b.op_multi("reduce_window", {x, init}, {x.type},
-                        "window_dimensions = " + shlo::int_array(window) + ", window_strides = " +
-                            shlo::int_array(strides) + ", " + pad,
-                        region);
-  return {b.convert(res[0], out.elem)};
+  return {b.convert(prefix_scan(b, x, dim, product), out.elem)};
 }
 
+
+// ---------------------------------------------------------------------------
+// Prefix scans that need more than one accumulator (cummax/cummin,
+// logcumsumexp) compare every position with every earlier one along the
+// scanned dim, moved last: [rest..., i, j] with j <= i.
+
+struct Pairs {
+  std::vector<int64_t> perm, inv;  // dim to last and back
+  Value xt;                        // [rest..., n]
+  Value xj;                        // [rest..., n(i), n(j)]: x at j
+  Value mask;                      // j <= i
+  Value jpos;                      // s64 iota over j
+  std::vector<int64_t> grid;
+};
+
+Pairs pairs(Builder& b, const Value& x, int64_t dim) {
+  Pairs p;
+  int64_t rank = x.type.rank();
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) p.perm.push_back(d);
+  p.perm.push_back(dim);
+  p.inv.assign(rank, 0);
+  for (int64_t d = 0; d < rank; ++d) p.inv[p.perm[d]] = d;
+  p.xt = b.transpose(x, p.perm);
+  p.grid = p.xt.type.dims;
+  int64_t n = p.grid.back();
+  p.grid.push_back(n);
+  std::vector<int64_t> mapping;
+  for (int64_t d = 0; d + 1 < rank; ++d) mapping.push_back(d);
+  mapping.push_back(rank);
+  p.xj = b.broadcast_in_dim(p.xt, p.grid, mapping);
+  TensorType it{ElemType::S64, p.grid};
+  p.jpos = b.iota(it, rank);
+  p.mask = b.compare(shlo::Compare::LE, p.jpos, b.iota(it, rank - 1));
+  return p;
+}
+
+Value is_nan(Builder& b, const Value& x) {
+  if (!shlo::is_float(x.type.elem)) return b.constant_int(0, ElemType::Pred, x.type.dims);
+  return b.compare(shlo::Compare::NE, x, x);
+}
+
+Value extreme(Builder& b, ElemType t, bool lowest, const std::vector<int64_t>& dims) {
+  if (shlo::is_float(t)) return b.constant(lowest ? -INFINITY : INFINITY, t, dims);
+  if (t == ElemType::Pred) return b.constant_int(lowest ? 0 : 1, t, dims);
+  int bits = shlo::byte_size(t) * 8;
+  if (shlo::is_signed_int(t)) {
+    int64_t lo = bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
+    int64_t hi = bits == 64 ? INT64_MAX : (int64_t(1) << (bits - 1)) - 1;
+    return b.constant_int(lowest ? lo : hi, t, dims);
+  }
+  uint64_t hi = bits == 64 ? UINT64_MAX : (uint64_t(1) << bits) - 1;
+  return lowest ? b.constant_int(0, t, dims) : b.constant_bits(hi, t, dims);
+}
+
+std::vector<Value> cummaxmin(LowerCtx& c, bool is_max) {
+  // cummax/cummin(self, dim) -> (values, indices)
+  Builder& b = c.b;
+  Value x = c.t(0);
+  if (x.type.numel() == 0)
+    return {b.constant(0, c.out(0).elem, c.out(0).dims), b.constant_int(0, ElemType::S64, c.out(1).dims)};
+  if (x.type.rank() == 0) return {x, b.constant_int(0, ElemType::S64)};
+  int64_t rank = x.type.rank();
+  int64_t dim = wrap_dim(c.i(1), rank);
+  Pairs p = pairs(b, x, dim);
+  ElemType t = x.type.elem;
+  Value masked = b.select(p.mask, p.xj, extreme(b, t, is_max, p.grid));
+  Value v = b.reduce(masked, extreme(b, t, is_max, {}), {rank}, is_max ? shlo::Reducer::Max : shlo::Reducer::Min);
+  // NaN propagates (and stays): the running value is NaN from the first NaN on.
+  Value nan_seen;
+  if (shlo::is_float(t)) {
+    Value nanj = b.select(p.mask, is_nan(b, p.xj), b.constant_int(0, ElemType::Pred, p.grid));
+    nan_seen = b.reduce(nanj, b.constant_int(0, ElemType::Pred), {rank}, shlo::Reducer::Or);
+    v = b.select(nan_seen, b.constant(NAN, t, v.type.dims), v);
+  }
+  std::vector<int64_t> mapping;
+  for (int64_t d = 0; d < rank; ++d) mapping.push_back(d);
+  Value vi = b.broadcast_in_dim(v, p.grid, mapping);
+  Value eq = b.compare(shlo::Compare::EQ, p.xj, vi);
+  if (shlo::is_float(t)) eq = b.binary("or", eq, b.binary("and", is_nan(b, p.xj), is_nan(b, vi)));
+  Value cand = b.select(b.binary("and", p.mask, eq), p.jpos, b.constant_int(-1, ElemType::S64, p.grid));
+  Value idx = b.reduce(cand, b.constant_int(-1, ElemType::S64), {rank}, shlo::Reducer::Max);
+  return {b.transpose(v, p.inv), b.transpose(idx, p.inv)};
+}
+
+std::vector<Value> logcumsumexp(LowerCtx& c) {
+  // _logcumsumexp(self, dim)
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  ElemType acc = accumulate_type(out.elem);
+  Value x = b.convert(c.t(0), acc);
+  if (x.type.numel() == 0) return {b.constant(0, out.elem, out.dims)};
+  if (x.type.rank() == 0) return {b.convert(x, out.elem)};
+  int64_t rank = x.type.rank();
+  int64_t dim = wrap_dim(c.i(1), rank);
+  Pairs p = pairs(b, x, dim);
+  Value ninf = b.constant(-INFINITY, acc, p.grid);
+  Value masked = b.select(p.mask, p.xj, ninf);
+  Value m = b.reduce(masked, b.constant(-INFINITY, acc), {rank}, shlo::Reducer::Max);
+  Value finite = b.op("is_finite", {m}, TensorType{ElemType::Pred, m.type.dims});
+  Value ms = b.select(finite, m, b.constant(0, acc, m.type.dims));
+  std::vector<int64_t> mapping;
+  for (int64_t d = 0; d < rank; ++d) mapping.push_back(d);
+  Value e = b.unary("exponential", b.sub(masked, b.broadcast_in_dim(ms, p.grid, mapping)));
+  Value s = b.reduce(e, b.constant(0, acc), {rank}, shlo::Reducer::Add);
+  Value r = b.add(b.unary("log", s), ms);
+  return {b.convert(b.transpose(r, p.inv), out.elem)};
+}
+
+// ---------------------------------------------------------------------------
+// Order statistics: kthvalue, median, nanmedian. Sorted ascending (NaN last),
+// the value at a per-row position is picked with a one-hot mask.
+
+// x moved so dim is last; `pos` [rest...] s64; returns (values, indices) [rest...].
+std::pair<Value, Value> pick_sorted(Builder& b, const Value& sorted, const Value& sidx, const Value& pos) {
+  int64_t rank = sorted.type.rank();
+  TensorType it{ElemType::S64, sorted.type.dims};
+  std::vector<int64_t> mapping;
+  for (int64_t d = 0; d + 1 < rank; ++d) mapping.push_back(d);
+  Value hit = b.compare(shlo::Compare::EQ, b.iota(it, rank - 1), b.broadcast_in_dim(pos, sorted.type.dims, mapping));
+  ElemType t = sorted.type.elem;
+  Value v = b.reduce(b.select(hit, sorted, b.constant(0, t, sorted.type.dims)), b.constant(0, t), {rank - 1},
+                     t == ElemType::Pred ? shlo::Reducer::Or : shlo::Reducer::Add);
+  Value i = b.reduce(b.select(hit, sidx, b.constant_int(0, ElemType::S64, sorted.type.dims)),
+                     b.constant_int(0, ElemType::S64), {rank - 1}, shlo::Reducer::Add);
+  return {v, i};
+}
+
+// kind: 0 kthvalue (k from arg 1), 1 median, 2 nanmedian. `all`: over every element.
+std::vector<Value> order_stat(LowerCtx& c, int kind, bool all) {
+  Builder& b = c.b;
+  Value x = c.t(0);
+  if (all) {
+    x = b.reshape(x, {x.type.numel()});
+  } else if (x.type.rank() == 0) {
+    x = b.reshape(x, {1});
+  }
+  int64_t rank = x.type.rank();
+  int64_t dim = all ? 0 : wrap_dim(c.i(kind == 0 ? 2 : 1), rank);
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) perm.push_back(d);
+  perm.push_back(dim);
+  Value xt = b.transpose(x, perm);
+  int64_t n = xt.type.dims.back();
+  std::vector<int64_t> rest(xt.type.dims.begin(), xt.type.dims.end() - 1);
+  if (n == 0) {
+    std::vector<Value> r{b.constant(NAN, c.out(0).elem, c.out(0).dims)};
+    if (!all) r.push_back(b.constant_int(0, ElemType::S64, c.out(1).dims));
+    return r;
+  }
+  auto [sorted, sidx] = sort_with_indices(b, xt, rank - 1, false);
+  Value nans = b.reduce(b.convert(is_nan(b, xt), ElemType::S64), b.constant_int(0, ElemType::S64), {rank - 1},
+                        shlo::Reducer::Add);
+  Value pos;
+  Value nn = b.constant_int(n, ElemType::S64, rest);
+  Value one = b.constant_int(1, ElemType::S64, rest), zero = b.constant_int(0, ElemType::S64, rest);
+  Value two = b.constant_int(2, ElemType::S64, rest);
+  if (kind == 0) {
+    pos = b.constant_int(c.i(1) - 1, ElemType::S64, rest);
+  } else if (kind == 1) {
+    Value mid = b.constant_int((n - 1) / 2, ElemType::S64, rest);
+    pos = b.select(b.compare(shlo::Compare::GT, nans, zero), b.sub(nn, nans), mid);
+  } else {
+    Value valid = b.sub(nn, nans);
+    pos = b.select(b.compare(shlo::Compare::GT, valid, zero), b.div(b.sub(valid, one), two), zero);
+  }
+  auto [v, i] = pick_sorted(b, sorted, sidx, pos);
+  std::vector<Value> r{b.reshape(v, c.out(0).dims)};
+  if (!all) r.push_back(b.reshape(i, c.out(1).dims));
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// searchsorted / bucketize: the insertion point is how many sequence
+// elements lie before the value (< for left, <= for right).
+
+Value count_before(Builder& b, const Value& seq_in, const Value& v_in, bool right, bool nd) {
+  ElemType ct = (shlo::is_float(seq_in.type.elem) || shlo::is_float(v_in.type.elem)) ? ElemType::F64 : ElemType::S64;
+  Value seq = b.convert(seq_in, ct), v = b.convert(v_in, ct);
+  int64_t m = seq.type.dims.back();
+  std::vector<int64_t> grid = v.type.dims;
+  grid.push_back(m);
+  int64_t r = v.type.rank();
+  std::vector<int64_t> vmap, smap;
+  for (int64_t d = 0; d < r; ++d) vmap.push_back(d);
+  if (nd) {
+    for (int64_t d = 0; d + 1 < r; ++d) smap.push_back(d);
+    smap.push_back(r);
+  } else {
+    smap.push_back(r);
+  }
+  Value sg = b.broadcast_in_dim(seq, grid, smap), vg = b.broadcast_in_dim(v, grid, vmap);
+  // NaN sorts last: a NaN value is after every number, a NaN boundary after every value.
+  Value before = b.compare(right ? shlo::Compare::LE : shlo::Compare::LT, sg, vg);
+  if (ct == ElemType::F64) {
+    Value vnan = b.compare(shlo::Compare::NE, vg, vg), snan = b.compare(shlo::Compare::NE, sg, sg);
+    Value nan_before = right ? vnan : b.binary("and", vnan, b.unary("not", snan));
+    before = b.binary("or", b.binary("and", before, b.unary("not", snan)), nan_before);
+  }
+  return b.reduce(b.convert(before, ElemType::S64), b.constant_int(0, ElemType::S64), {r}, shlo::Reducer::Add);
+}
+
+std::vector<Value> searchsorted(LowerCtx& c, bool scalar_self) {
+  // searchsorted.Tensor(sorted_sequence, self, out_int32, right, side, sorter)
+  Builder& b = c.b;
+  Value seq = c.t(0);
+  Value v = scalar_self ? c.args.at(1).values.at(0) : c.t(1);
+  bool right = c.flag(3) || (c.has(4) && c.str(4) == "right");
+  if (c.out().numel() == 0) return {b.constant(0, c.out().elem, c.out().dims)};
+  if (seq.type.dims.back() == 0) return {b.constant(0, c.out().elem, c.out().dims)};
+  if (c.has(5)) {  // sorter: seq[..., i] = seq[..., sorter[..., i]]
+    Value sorter = b.convert(c.t(5), ElemType::S64);
+    int64_t r = seq.type.rank(), m = seq.type.dims.back();
+    std::vector<int64_t> grid = seq.type.dims;
+    grid.push_back(m);
+    std::vector<int64_t> imap, jmap;
+    for (int64_t d = 0; d < r; ++d) imap.push_back(d);
+    for (int64_t d = 0; d + 1 < r; ++d) jmap.push_back(d);
+    jmap.push_back(r);
+    Value hit = b.compare(shlo::Compare::EQ, b.broadcast_in_dim(sorter, grid, imap), b.iota(TensorType{ElemType::S64, grid}, r));
+    Value sj = b.broadcast_in_dim(seq, grid, jmap);
+    seq = b.reduce(b.select(hit, sj, b.constant(0, seq.type.elem, grid)), b.constant(0, seq.type.elem), {r},
+                   seq.type.elem == ElemType::Pred ? shlo::Reducer::Or : shlo::Reducer::Add);
+  }
+  bool nd = seq.type.rank() > 1;
+  if (v.type.rank() == 0) v = b.reshape(v, {1});
+  return {b.reshape(b.convert(count_before(b, seq, v, right, nd), c.out().elem), c.out().dims)};
+}
+
+std::vector<Value> bucketize(LowerCtx& c, bool scalar_self) {
+  // bucketize.Tensor(self, boundaries, out_int32, right)
+  Builder& b = c.b;
+  Value v = scalar_self ? c.args.at(0).values.at(0) : c.t(0);
+  Value seq = c.t(1);
+  if (c.out().numel() == 0 || seq.type.numel() == 0) return {b.constant(0, c.out().elem, c.out().dims)};
+  if (v.type.rank() == 0) v = b.reshape(v, {1});
+  return {b.reshape(b.convert(count_before(b, seq, v, c.flag(3), false), c.out().elem), c.out().dims)};
+}
+
+std::vector<Value> isin(LowerCtx& c, int variant) {
+  // isin.Tensor_Tensor(elements, test_elements, assume_unique, invert); 1: Tensor_Scalar; 2: Scalar_Tensor
+  Builder& b = c.b;
+  Value e = variant == 2 ? c.args.at(0).values.at(0) : c.t(0);
+  Value t = variant == 1 ? c.args.at(1).values.at(0) : c.t(1);
+  bool invert = c.flag(3);
+  const TensorType& out = c.out();
+  if (e.type.numel() == 0) return {b.constant_int(0, ElemType::Pred, out.dims)};
+  int64_t n = t.type.numel();
+  if (n == 0) return {b.constant_int(invert ? 1 : 0, ElemType::Pred, out.dims)};
+  ElemType ct = (shlo::is_float(e.type.elem) || shlo::is_float(t.type.elem)) ? ElemType::F64 : ElemType::S64;
+  if (e.type.elem == t.type.elem) ct = e.type.elem;
+  Value tv = b.convert(b.reshape(t, {n}), ct);
+  Value ev = b.convert(e, ct);
+  std::vector<int64_t> grid = ev.type.dims;
+  grid.push_back(n);
+  std::vector<int64_t> emap;
+  for (int64_t d = 0; d < ev.type.rank(); ++d) emap.push_back(d);
+  Value eq = b.compare(shlo::Compare::EQ, b.broadcast_in_dim(ev, grid, emap),
+                       b.broadcast_in_dim(tv, grid, {ev.type.rank()}));
+  Value any = b.reduce(eq, b.constant_int(0, ElemType::Pred), {ev.type.rank()}, shlo::Reducer::Or);
+  if (invert) any = b.unary("not", any);
+  return {b.reshape(any, out.dims)};
+}
+
+std::vector<Value> histc(LowerCtx& c) {
+  // histc(self, bins, min, max)
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  int64_t bins = c.i(1);
+  ElemType ct = out.elem == ElemType::F64 ? ElemType::F64 : ElemType::F32;
+  Value x = b.convert(c.t(0), ct);
+  int64_t n = x.type.numel();
+  x = b.reshape(x, {n});
+  Value lo = c.scalar(2, ct), hi = c.scalar(3, ct);
+  if (n > 0) {  // min == max: the data's range
+    Value same = b.compare(shlo::Compare::EQ, lo, hi);
+    Value dmin = b.reduce(x, b.constant(INFINITY, ct), {0}, shlo::Reducer::Min);
+    Value dmax = b.reduce(x, b.constant(-INFINITY, ct), {0}, shlo::Reducer::Max);
+    lo = b.select(same, dmin, lo);
+    hi = b.select(same, dmax, hi);
+  }
+  Value same = b.compare(shlo::Compare::EQ, lo, hi);
+  lo = b.select(same, b.sub(lo, b.constant(1, ct)), lo);
+  hi = b.select(same, b.add(hi, b.constant(1, ct)), hi);
+  if (n == 0) return {b.constant(0, out.elem, out.dims)};
+  Value lov = b.broadcast_in_dim(lo, {n}, {}), hiv = b.broadcast_in_dim(hi, {n}, {});
+  Value pos = b.unary("floor", b.div(b.mul(b.sub(x, lov), b.constant((double)bins, ct, {n})), b.sub(hiv, lov)));
+  Value posi = b.convert(b.min(pos, b.constant((double)(bins - 1), ct, {n})), ElemType::S64);
+  Value inside = b.binary("and", b.compare(shlo::Compare::GE, x, lov), b.compare(shlo::Compare::LE, x, hiv));
+  posi = b.select(inside, posi, b.constant_int(-1, ElemType::S64, {n}));
+  TensorType grid{ElemType::S64, {n, bins}};
+  Value hit = b.compare(shlo::Compare::EQ, b.broadcast_in_dim(posi, grid.dims, {0}), b.iota(grid, 1));
+  Value counts = b.reduce(b.convert(hit, ct), b.constant(0, ct), {0}, shlo::Reducer::Add);
+  return {b.convert(counts, out.elem)};
+}
+
+std::vector<Value> mode(LowerCtx& c) {
+  // mode(self, dim, keepdim) -> (values, indices): the smallest of the most
+  // frequent values and the last position holding it.
+  Builder& b = c.b;
+  Value x = c.t(0);
+  if (x.type.numel() == 0)
+    return {b.constant(0, c.out(0).elem, c.out(0).dims), b.constant_int(0, ElemType::S64, c.out(1).dims)};
+  if (x.type.rank() == 0) return {x, b.constant_int(0, ElemType::S64)};
+  int64_t rank = x.type.rank();
+  int64_t dim = wrap_dim(c.i(1), rank);
+  Pairs p = pairs(b, x, dim);  // xj: x at j over [rest..., i, j]
+  std::vector<int64_t> imap;
+  for (int64_t d = 0; d < rank; ++d) imap.push_back(d);
+  Value xi = b.broadcast_in_dim(p.xt, p.grid, imap);
+  Value counts = b.reduce(b.convert(b.compare(shlo::Compare::EQ, xi, p.xj), ElemType::S64),
+                          b.constant_int(0, ElemType::S64), {rank}, shlo::Reducer::Add);  // [rest..., i]
+  std::vector<int64_t> rest(p.xt.type.dims.begin(), p.xt.type.dims.end() - 1), rmap;
+  for (int64_t d = 0; d + 1 < rank; ++d) rmap.push_back(d);
+  Value maxc = b.reduce(counts, b.constant_int(0, ElemType::S64), {rank - 1}, shlo::Reducer::Max);
+  Value cand = b.compare(shlo::Compare::EQ, counts, b.broadcast_in_dim(maxc, counts.type.dims, rmap));
+  ElemType t = x.type.elem;
+  Value v = b.reduce(b.select(cand, p.xt, extreme(b, t, false, p.xt.type.dims)), extreme(b, t, false, {}), {rank - 1},
+                     shlo::Reducer::Min);
+  Value at = b.compare(shlo::Compare::EQ, p.xt, b.broadcast_in_dim(v, p.xt.type.dims, rmap));
+  TensorType it{ElemType::S64, p.xt.type.dims};
+  Value idx = b.reduce(b.select(at, b.iota(it, rank - 1), b.constant_int(-1, ElemType::S64, it.dims)),
+                       b.constant_int(-1, ElemType::S64), {rank - 1}, shlo::Reducer::Max);
+  return {b.reshape(v, c.out(0).dims), b.reshape(idx, c.out(1).dims)};
+}
 }  // namespace
 
 void append_sort_scan(std::vector<Lowering>& t) {
@@ -85,6 +397,27 @@ void append_sort_scan(std::vector<Lowering>& t) {
   t.push_back({"topk", topk, {"topk", "topk.values"}});
   t.push_back({"cumsum", [](LowerCtx& c) { return scan(c, false); }, {"cumsum", "cumsum_", "cumsum.out"}});
   t.push_back({"cumprod", [](LowerCtx& c) { return scan(c, true); }, {"cumprod", "cumprod_", "cumprod.out"}});
+  t.push_back({"cummax", [](LowerCtx& c) { return cummaxmin(c, true); }, {"cummax", "cummax.out"}});
+  t.push_back({"cummin", [](LowerCtx& c) { return cummaxmin(c, false); }, {"cummin", "cummin.out"}});
+  t.push_back({"logcumsumexp", logcumsumexp, {"_logcumsumexp", "_logcumsumexp.out"}, 0,
+               [](LowerCtx& c) { return std::vector<TensorType>{c.t(0).type}; }});
+  t.push_back({"kthvalue", [](LowerCtx& c) { return order_stat(c, 0, false); }, {"kthvalue", "kthvalue.values"}});
+  t.push_back({"median", [](LowerCtx& c) { return order_stat(c, 1, true); }, {"median", "median.out"}});
+  t.push_back({"median_dim", [](LowerCtx& c) { return order_stat(c, 1, false); }, {"median.dim", "median.dim_values"}});
+  t.push_back({"nanmedian", [](LowerCtx& c) { return order_stat(c, 2, true); }, {"nanmedian", "nanmedian.out"}});
+  t.push_back({"nanmedian_dim", [](LowerCtx& c) { return order_stat(c, 2, false); },
+               {"nanmedian.dim", "nanmedian.dim_values"}});
+  t.push_back({"searchsorted", [](LowerCtx& c) { return searchsorted(c, false); },
+               {"searchsorted.Tensor", "searchsorted.Tensor_out"}});
+  t.push_back({"searchsorted_scalar", [](LowerCtx& c) { return searchsorted(c, true); },
+               {"searchsorted.Scalar", "searchsorted.Scalar_out"}});
+  t.push_back({"bucketize", [](LowerCtx& c) { return bucketize(c, false); }, {"bucketize.Tensor", "bucketize.Tensor_out"}});
+  t.push_back({"bucketize_scalar", [](LowerCtx& c) { return bucketize(c, true); }, {"bucketize.Scalar", "bucketize.Scalar_out"}});
+  t.push_back({"isin", [](LowerCtx& c) { return isin(c, 0); }, {"isin.Tensor_Tensor", "isin.Tensor_Tensor_out"}});
+  t.push_back({"isin_ts", [](LowerCtx& c) { return isin(c, 1); }, {"isin.Tensor_Scalar", "isin.Tensor_Scalar_out"}});
+  t.push_back({"isin_st", [](LowerCtx& c) { return isin(c, 2); }, {"isin.Scalar_Tensor", "isin.Scalar_Tensor_out"}});
+  t.push_back({"histc", histc, {"histc", "histc.out"}});
+  t.push_back({"mode", mode, {"mode", "mode.values"}});
 }
 
 }  // namespace ttpu::ops
