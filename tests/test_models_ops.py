@@ -98,7 +98,6 @@ def test_group_norm_forward():
     check(lambda x, w, b: F.group_norm(x, 2, w, b), x.detach(), w.detach(), b.detach(), **TOL)
 
 
-@xfail_tpu("aten::native_group_norm_backward not lowered yet")
 def test_group_norm_backward():
     x, w, b = rg((2, 4, 3, 3)), rg((4,), seed=1), rg((4,), seed=2)
     check(lambda x, w, b: F.group_norm(x, 2, w, b), x, w, b, **TOL)

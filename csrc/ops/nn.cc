@@ -701,7 +701,45 @@ std::vector<Value> segment_reduce_backward(LowerCtx& c) {
 }
 }  // namespace
 
+std::vector<Value> group_norm_backward(LowerCtx& c) {
+  // native_group_norm_backward(grad_out, input, mean, rstd, weight?, N, C, HxW, group, output_mask)
+  // Within a group: gi = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = g * weight.
+  Builder& b = c.b;
+  const Value& x0 = c.t(1);
+  ElemType acc = accumulate_type(x0.type.elem);
+  int64_t N = c.i(5), C = c.i(6), HW = c.i(7), G = c.i(8), D = (C / G) * HW;
+  TensorType per_c{acc, {N, C, HW}};
+  Value g = b.reshape(b.convert(c.t(0), acc), per_c.dims), x = b.reshape(b.convert(x0, acc), per_c.dims);
+  auto group_bcast = [&](const Value& v) {  // [N, G] -> [N, C, HW]
+    Value r = b.broadcast_in_dim(b.reshape(b.convert(v, acc), {N, G}), {N, G, C / G, HW}, {0, 1});
+    return b.reshape(r, per_c.dims);
+  };
+  Value mean = group_bcast(c.t(2)), rstd = group_bcast(c.t(3));
+  Value xhat = b.mul(b.sub(x, mean), rstd);
+  std::vector<Value> r;
+  if (c.wants(0)) {
+    Value gw = c.has(4) ? b.mul(g, b.broadcast_in_dim(b.convert(c.t(4), acc), per_c.dims, {1})) : g;
+    auto group_mean = [&](const Value& v) {
+      Value s = b.reduce(b.reshape(v, {N, G, D}), b.constant(0, acc), {2}, Reducer::Add);
+      return group_bcast(b.div(s, b.constant(static_cast<double>(D), acc, {N, G})));
+    };
+    Value gi = b.mul(rstd, b.sub(b.sub(gw, group_mean(gw)), b.mul(xhat, group_mean(b.mul(gw, xhat)))));
+    r.push_back(b.convert(b.reshape(gi, x0.type.dims), c.out(0).elem));
+  } else {
+    r.push_back(b.constant(0, c.out(0).elem, c.out(0).dims));
+  }
+  auto per_channel_sum = [&](const Value& v, size_t k) {
+    if (!c.wants(k)) return b.constant(0, c.out(k).elem, c.out(k).dims);
+    Value s = b.reduce(v, b.constant(0, acc), {0, 2}, Reducer::Add);
+    return b.convert(b.reshape(s, c.out(k).dims), c.out(k).elem);
+  };
+  r.push_back(per_channel_sum(b.mul(g, xhat), 1));
+  r.push_back(per_channel_sum(g, 2));
+  return r;
+}
+
 void append_nn(std::vector<Lowering>& t) {
+  t.push_back({"group_norm_backward", group_norm_backward, {"native_group_norm_backward", "native_group_norm_backward.out"}});
   t.push_back({"mse_loss", mse_loss, {"mse_loss", "mse_loss.out"}});
   t.push_back({"mse_loss_backward", mse_loss_backward, {"mse_loss_backward", "mse_loss_backward.grad_input"}});
   t.push_back({"layer_norm", layer_norm, {"native_layer_norm"}});
