@@ -312,17 +312,37 @@ Value scatter_reduce_core(Builder& b, const Value& self, int64_t dim, const Valu
   return out;
 }
 
+// The shared start of the scatter-style reductions (self, dim, index, ...):
+// self in the result type, a 0-d self as a 1-element vector, the wrapped index.
+struct ScatterArgs {
+  Value self, index;
+  int64_t dim = 0, rank = 0;
+  bool zero_d = false, empty = false;
+};
+
+ScatterArgs scatter_args(LowerCtx& c) {
+  Builder& b = c.b;
+  ScatterArgs a;
+  a.self = b.convert(c.t(0), c.out().elem);
+  const Value& index_in = c.t(2);
+  a.empty = index_in.type.numel() == 0;
+  if (a.empty) return a;
+  a.zero_d = a.self.type.rank() == 0;
+  if (a.zero_d) a.self = b.reshape(a.self, {1});
+  a.rank = a.self.type.rank();
+  a.dim = a.zero_d ? 0 : wrap_dim(c.i(1), a.rank);
+  a.index = wrap_negative(b, a.zero_d ? b.reshape(index_in, {1}) : index_in, a.self.type.dims[a.dim]);
+  return a;
+}
+
 std::vector<Value> scatter_reduce(LowerCtx& c) {
   // scatter_reduce.two(self, dim, index, src, reduce, include_self)
   Builder& b = c.b;
-  Value self = b.convert(c.t(0), c.out().elem);
-  const Value& index_in = c.t(2);
-  if (index_in.type.numel() == 0) return {self};
-  bool zero_d = self.type.rank() == 0;
-  if (zero_d) self = b.reshape(self, {1});
-  int64_t rank = self.type.rank();
-  int64_t dim = zero_d ? 0 : wrap_dim(c.i(1), rank);
-  Value index = wrap_negative(b, zero_d ? b.reshape(index_in, {1}) : index_in, self.type.dims[dim]);
+  ScatterArgs sa = scatter_args(c);
+  if (sa.empty) return {sa.self};
+  Value self = sa.self, index = sa.index;
+  bool zero_d = sa.zero_d;
+  int64_t rank = sa.rank, dim = sa.dim;
   Value src = b.convert(c.t(3), self.type.elem);
   if (zero_d) src = b.reshape(src, {1});
   std::vector<int64_t> zeros(rank, 0), strides(rank, 1);
@@ -419,14 +439,11 @@ std::vector<Value> unfold_backward(LowerCtx& c) {
 // scatter.reduce / scatter.value_reduce(self, dim, index, src|value, reduce): "add" or "multiply".
 std::vector<Value> scatter_legacy_reduce(LowerCtx& c, bool value_is_scalar) {
   Builder& b = c.b;
-  Value self = b.convert(c.t(0), c.out().elem);
-  const Value& index_in = c.t(2);
-  if (index_in.type.numel() == 0) return {self};
-  bool zero_d = self.type.rank() == 0;
-  if (zero_d) self = b.reshape(self, {1});
-  int64_t rank = self.type.rank();
-  int64_t dim = zero_d ? 0 : wrap_dim(c.i(1), rank);
-  Value index = wrap_negative(b, zero_d ? b.reshape(index_in, {1}) : index_in, self.type.dims[dim]);
+  ScatterArgs sa = scatter_args(c);
+  if (sa.empty) return {sa.self};
+  Value self = sa.self, index = sa.index;
+  bool zero_d = sa.zero_d;
+  int64_t rank = sa.rank, dim = sa.dim;
   Value updates;
   if (value_is_scalar) {
     updates = b.broadcast_in_dim(c.scalar(3, self.type.elem), index.type.dims, {});
