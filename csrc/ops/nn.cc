@@ -78,6 +78,23 @@ NllParts nll_parts(LowerCtx& c, const Value& input2d, const Value& target1d, siz
   return {onehot, w};
 }
 
+// (output, total_weight) of nll_loss / nll_loss2d from log-probabilities x
+// [N, C]: per-row losses -w[t] * x[t], summed or averaged by total weight.
+std::vector<Value> nll_outputs(LowerCtx& c, const Value& x, const NllParts& p, int64_t reduction) {
+  Builder& b = c.b;
+  ElemType acc = x.type.elem;
+  Value picked = b.reduce(b.select(p.onehot, x, b.constant(0, acc, x.type.dims)), b.constant(0, acc), {1}, Reducer::Add);
+  Value losses = b.unary("negate", b.mul(picked, p.weight));
+  Value total_weight = b.reduce(p.weight, b.constant(0, acc), {0}, Reducer::Add);
+  Value out = losses;
+  if (reduction != 0) {
+    out = b.reduce(losses, b.constant(0, acc), {0}, Reducer::Add);
+    if (reduction == 1) out = b.div(out, total_weight);
+  }
+  return {b.convert(b.reshape(out, c.out(0).dims), c.out(0).elem),
+          b.convert(b.reshape(total_weight, c.out(1).dims), c.out(1).elem)};
+}
+
 std::vector<Value> nll_loss_forward(LowerCtx& c) {
   Builder& b = c.b;
   Value x = c.t(0);
@@ -90,19 +107,7 @@ std::vector<Value> nll_loss_forward(LowerCtx& c) {
     target = b.reshape(target, {1});
   }
   int64_t reduction = c.i(3), ignore = c.i(4);
-  NllParts p = nll_parts(c, x, target, 2, ignore);
-  Value picked = b.reduce(b.select(p.onehot, x, b.constant(0, acc, x.type.dims)), b.constant(0, acc), {1}, Reducer::Add);
-  Value losses = b.unary("negate", b.mul(picked, p.weight));
-  Value total_weight = b.reduce(p.weight, b.constant(0, acc), {0}, Reducer::Add);
-  Value out;
-  if (reduction == 0) {
-    out = batched ? losses : b.reshape(losses, {});
-  } else {
-    out = b.reduce(losses, b.constant(0, acc), {0}, Reducer::Add);
-    if (reduction == 1) out = b.div(out, total_weight);
-  }
-  return {b.convert(b.reshape(out, c.out(0).dims), c.out(0).elem),
-          b.convert(b.reshape(total_weight, c.out(1).dims), c.out(1).elem)};
+  return nll_outputs(c, x, nll_parts(c, x, target, 2, ignore), reduction);
 }
 
 std::vector<Value> nll_loss_backward(LowerCtx& c) {
@@ -466,17 +471,7 @@ std::vector<Value> nll_loss2d_forward(LowerCtx& c) {
   int64_t n = x.type.dims[0];
   Value target = b.reshape(c.t(1), {n});
   int64_t reduction = c.i(3);
-  NllParts p = nll_parts(c, x, target, 2, c.i(4));
-  Value picked = b.reduce(b.select(p.onehot, x, b.constant(0, acc, x.type.dims)), b.constant(0, acc), {1}, Reducer::Add);
-  Value losses = b.unary("negate", b.mul(picked, p.weight));
-  Value total_weight = b.reduce(p.weight, b.constant(0, acc), {0}, Reducer::Add);
-  Value out = losses;
-  if (reduction != 0) {
-    out = b.reduce(losses, b.constant(0, acc), {0}, Reducer::Add);
-    if (reduction == 1) out = b.div(out, total_weight);
-  }
-  return {b.convert(b.reshape(out, c.out(0).dims), c.out(0).elem),
-          b.convert(b.reshape(total_weight, c.out(1).dims), c.out(1).elem)};
+  return nll_outputs(c, x, nll_parts(c, x, target, 2, c.i(4)), reduction);
 }
 
 std::vector<Value> nll_loss2d_backward(LowerCtx& c) {
