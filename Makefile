@@ -11,24 +11,25 @@ VPY := $(VENV)/bin/python
 SRCS := $(shell find csrc -name '*.cc' -o -name '*.cpp' -o -name '*.h') setup.py
 BUILD_ENV := TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2
 
-.PHONY: demo test test-all bench conformance build clean
+.PHONY: demo test test-all bench conformance build clean link
 
 $(VENV_DIR)/.complete: requirements.txt pyproject.toml
 	@test -x $(VENV_DIR)/bin/python || $(PYTHON) -m venv $(VENV_DIR)
 	$(VENV_DIR)/bin/pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-$(VENV)/.linked: $(VENV_DIR)/.complete
+# The venv is shared by every clone on the machine, so the editable install is
+# re-pointed whenever it names another clone (a stamp inside the venv would lie).
+link: $(VENV_DIR)/.complete
 	@ln -sfn $(VENV_DIR) $(VENV)
-	$(BUILD_ENV) TTPU_SKIP_EXT=1 $(VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
-	@touch $(VENV_DIR)/.editable-$(notdir $(CURDIR))
-	@touch $@
+	@grep -qsF "'$(CURDIR)/torch_tpu'" $(VENV_DIR)/lib/python*/site-packages/__editable___torch_tpu_pjrt_*_finder.py || \
+	  $(BUILD_ENV) TTPU_SKIP_EXT=1 $(VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 
-torch_tpu/.built: $(VENV)/.linked $(SRCS)
+torch_tpu/.built: $(SRCS) | link
 	$(BUILD_ENV) $(VPY) setup.py -q build_ext --inplace
 	@touch $@
 
-build: torch_tpu/.built
+build: link torch_tpu/.built
 
 demo: build
 	$(VPY) examples/train_mlp.py
