@@ -333,3 +333,49 @@ def _with(y, mutate):
 def test_autograd_inplace_on_views(case):
     x = make_tensor((4, 3), requires_grad=True)
     check(AUTOGRAD_CASES[case], x)
+
+
+def _random_view_chain(base, rng):
+    """A random chain of view ops on a 3-d base; yields strided, non-dense views."""
+    v = base
+    for _ in range(int(rng.integers(1, 5))):
+        kind = rng.choice(["narrow", "step", "transpose", "select", "split", "unsqueeze"])
+        d = int(rng.integers(0, v.dim())) if v.dim() else 0
+        if v.dim() == 0:
+            break
+        n = v.shape[d]
+        if kind == "narrow" and n > 1:
+            s = int(rng.integers(0, n - 1))
+            v = v.narrow(d, s, int(rng.integers(1, n - s + 1)))
+        elif kind == "step" and n > 2:
+            v = v.narrow(d, int(rng.integers(0, 2)), n - 1)[(slice(None),) * d + (slice(None, None, 2),)]
+        elif kind == "transpose" and v.dim() > 1:
+            v = v.transpose(d, (d + 1) % v.dim())
+        elif kind == "select" and v.dim() > 1:
+            v = v.select(d, int(rng.integers(0, n)))
+        elif kind == "split" and n > 1:
+            v = v.split(max(1, n // 3), dim=d)[-1]
+        elif kind == "unsqueeze":
+            v = v.unsqueeze(d)
+    return v
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_strided_view_read_write(seed):
+    """Strided views (gaps between rows, permuted dims, offsets) read and written
+    through the slice/transpose path must match CPU, including their aliases."""
+    import numpy as np
+
+    def scenario(device):
+        rng = np.random.default_rng(seed)
+        base = torch.arange(5 * 6 * 7, dtype=torch.float32, device=device).reshape(5, 6, 7)
+        v = _random_view_chain(base, rng)
+        out = {"read": v.clone(), "strides": v.stride(), "offset": v.storage_offset()}
+        v.mul_(-2).add_(1)
+        out["base_after_inplace"] = base.clone()
+        v.copy_(torch.arange(v.numel(), dtype=torch.float32, device=device).reshape(v.shape) + 1000)
+        out["base_after_copy"] = base.clone()
+        out["view_after_copy"] = v.clone()
+        return out
+
+    check_scenario(scenario)

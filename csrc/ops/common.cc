@@ -149,14 +149,23 @@ static Value view_indices(Builder& b, const ViewSpec& v, const Value* offset) {
   return idx;
 }
 
-// A view whose non-broadcast dims form a dense block in some order: the
-// common transpose/permute/expand case, read with slice+transpose+broadcast.
-struct PermutedBlock {
-  std::vector<int64_t> order;  // original dim numbers sorted by stride (outermost first)
-  std::vector<int64_t> block_sizes;
-  int64_t numel = 1;
+// A view whose non-broadcast dims, sorted by stride, nest without overlap
+// (each stride a multiple of the next, and at least that dim's extent): the
+// transpose/permute/expand/split/narrow/select/diagonal cases. The region it
+// touches, [offset, offset + rows * outer_stride), is a dense array `dense`
+// in which the view is the leading corner block (sizes, 1), so it is read and
+// written with dynamic_slice + reshape + slice + transpose instead of a
+// per-element gather. Overlapping views (unfold) keep the gather path.
+struct StridedBlock {
+  std::vector<int64_t> order;        // original dims sorted by stride (outermost first)
+  std::vector<int64_t> block_sizes;  // sizes in that order
+  std::vector<int64_t> dense;        // the region as a dense array
+  std::vector<int64_t> corner;       // the block inside it: block_sizes + {1}
+  int64_t length = 1;                // elements in the region
+  int64_t pad = 0;                   // zeros appended so the region fits any valid offset
+  bool is_dense = true;              // corner == dense: no slicing needed
 };
-static bool as_permuted_block(const ViewSpec& v, PermutedBlock& p) {
+static bool as_strided_block(const ViewSpec& v, StridedBlock& p) {
   for (size_t d = 0; d < v.sizes.size(); ++d) {
     if (v.sizes[d] == 1 || v.strides[d] == 0) continue;
     if (v.strides[d] < 0) return false;
@@ -164,13 +173,27 @@ static bool as_permuted_block(const ViewSpec& v, PermutedBlock& p) {
   }
   std::stable_sort(p.order.begin(), p.order.end(),
                    [&](int64_t a, int64_t c) { return v.strides[a] > v.strides[c]; });
-  int64_t expected = 1;
-  for (int i = static_cast<int>(p.order.size()) - 1; i >= 0; --i) {
-    if (v.strides[p.order[i]] != expected) return false;
-    expected *= v.sizes[p.order[i]];
-  }
   for (auto d : p.order) p.block_sizes.push_back(v.sizes[d]);
-  p.numel = expected;
+  size_t k = p.order.size();
+  if (k == 0) return true;
+  int64_t span = 1;  // one past the last element the view touches, from the offset
+  for (size_t i = 0; i < k; ++i) {
+    int64_t s = v.strides[p.order[i]];
+    span += (v.sizes[p.order[i]] - 1) * s;
+    if (i + 1 < k) {
+      int64_t inner = v.strides[p.order[i + 1]];
+      if (s % inner != 0 || s / inner < v.sizes[p.order[i + 1]]) return false;
+      p.dense.push_back(i == 0 ? v.sizes[p.order[0]] : v.strides[p.order[i - 1]] / s);
+    } else {
+      p.dense.push_back(i == 0 ? v.sizes[p.order[0]] : v.strides[p.order[i - 1]] / s);
+      p.dense.push_back(s);
+    }
+  }
+  p.corner = p.block_sizes;
+  p.corner.push_back(1);
+  p.length = v.sizes[p.order[0]] * v.strides[p.order[0]];
+  p.pad = p.length - span;
+  p.is_dense = p.corner == p.dense;
   return true;
 }
 
@@ -178,14 +201,25 @@ static Value start_of(Builder& b, const ViewSpec& v, const Value* offset) {
   return offset ? *offset : b.constant_int(v.offset, ElemType::S64);
 }
 
+static Value padded(Builder& b, const Value& flat, int64_t pad) {
+  if (pad <= 0) return flat;
+  return b.pad(flat, b.constant(0, flat.type.elem), {0}, {pad});
+}
+
+static std::vector<int64_t> zeros_like(const std::vector<int64_t>& v) { return std::vector<int64_t>(v.size(), 0); }
+
 Value gather_view(Builder& b, const Value& base, const ViewSpec& v, const Value* offset) {
   Value flat = b.reshape(base, {base.type.numel()});
   flat = reinterpret_flat(b, flat, v.elem);
   int64_t n = numel_of(v.sizes);
   if (n == 0) return b.constant(0, v.elem, v.sizes);
-  PermutedBlock p;
-  if (as_permuted_block(v, p)) {
-    Value block = b.dynamic_slice(flat, {start_of(b, v, offset)}, {p.numel});
+  StridedBlock p;
+  if (as_strided_block(v, p)) {
+    Value block = b.dynamic_slice(padded(b, flat, p.pad), {start_of(b, v, offset)}, {p.length});
+    if (!p.order.empty() && !p.is_dense) {
+      block = b.reshape(block, p.dense);
+      block = b.slice(block, zeros_like(p.corner), p.corner, std::vector<int64_t>(p.corner.size(), 1));
+    }
     block = b.reshape(block, p.block_sizes);
     // Transpose the block into increasing original-dim order, then broadcast.
     std::vector<int64_t> sorted = p.order;
@@ -204,10 +238,10 @@ Value scatter_view(Builder& b, const Value& base, const Value& value, const View
   int64_t n = numel_of(v.sizes);
   if (n == 0) return flat;
   Value val = b.broadcast_to(b.convert(value, v.elem), v.sizes);
-  PermutedBlock p;
+  StridedBlock p;
   bool no_broadcast = true;
   for (size_t d = 0; d < v.sizes.size(); ++d) no_broadcast = no_broadcast && !(v.strides[d] == 0 && v.sizes[d] > 1);
-  if (no_broadcast && as_permuted_block(v, p)) {
+  if (no_broadcast && as_strided_block(v, p)) {
     std::vector<int64_t> squeezed_dims;  // dims of `val` without size-1 dims, in original order
     std::vector<int64_t> kept;
     for (size_t d = 0; d < v.sizes.size(); ++d)
@@ -216,8 +250,19 @@ Value scatter_view(Builder& b, const Value& base, const Value& value, const View
     Value sq = b.reshape(val, squeezed_dims);
     std::vector<int64_t> perm;
     for (auto d : p.order) perm.push_back(std::find(kept.begin(), kept.end(), d) - kept.begin());
-    Value block = b.reshape(b.transpose(sq, perm), {p.numel});
-    return b.dynamic_update_slice(flat, block, std::vector<Value>{start_of(b, v, offset)});
+    Value block = b.transpose(sq, perm);
+    Value start = start_of(b, v, offset);
+    if (p.order.empty() || p.is_dense)
+      return b.dynamic_update_slice(flat, b.reshape(block, {p.length}), std::vector<Value>{start});
+    // Read the region, overwrite its corner block, write the region back.
+    int64_t total = flat.type.dims[0];
+    Value ext = padded(b, flat, p.pad);
+    Value region = b.reshape(b.dynamic_slice(ext, {start}, {p.length}), p.dense);
+    std::vector<Value> origin;
+    for (size_t i = 0; i < p.dense.size(); ++i) origin.push_back(b.constant_int(0, ElemType::S64));
+    region = b.dynamic_update_slice(region, b.reshape(block, p.corner), origin);
+    ext = b.dynamic_update_slice(ext, b.reshape(region, {p.length}), std::vector<Value>{start});
+    return p.pad > 0 ? b.slice(ext, {0}, {total}, {1}) : ext;
   }
   return b.scatter_flat(flat, view_indices(b, v, offset), val);
 }
