@@ -88,18 +88,22 @@ def test_forward_and_backward_one_fused_graph_each_cached():
         out.square().sum().backward()
         return out.detach(), [p.grad for p in model.parameters()]
 
-    run()  # compiles
     torch_tpu.sync()
-    c0, g0 = torch.tpu.compile_stats()["compiles"], torch_tpu.defer_stats()
+    g_start = torch_tpu.defer_stats()
+    run()  # compiles; the forward and the backward graph each run as one fused graph
+    torch_tpu.sync()
+    c0, g0, s0 = torch.tpu.compile_stats()["compiles"], torch_tpu.defer_stats(), tpu_compile.stats()
+    reasons = lambda g: g["materialisations_by_reason"]  # noqa: E731
+    for kind in ("forward", "backward"):
+        key = f"compiled graph ({kind})"
+        assert reasons(g0).get(key, 0) - reasons(g_start).get(key, 0) == 1, (g_start, g0)
     out, grads = run()
     torch_tpu.sync()
     g1 = torch_tpu.defer_stats()
     assert torch.tpu.compile_stats()["compiles"] == c0  # the second call compiles nothing
-    reasons = lambda g: g["materialisations_by_reason"]  # noqa: E731
-    for kind in ("forward", "backward"):  # one fused graph each
-        key = f"compiled graph ({kind})"
-        assert reasons(g1).get(key, 0) - reasons(g0).get(key, 0) == 1, (g0, g1)
-    assert g1["graphs_executed"] - g0["graphs_executed"] == 2
+    # ... and records nothing: both graphs replay their captured executables
+    assert delta(s0, "graph_replays") == 2, tpu_compile.stats()
+    assert g1["graphs_executed"] == g0["graphs_executed"]
     cpu_model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
     cpu_model.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
     ref = cpu_model(x.cpu())
@@ -443,3 +447,115 @@ def test_compile_helper():
     assert delta(s, "invocations") == 2 and delta(s, "static_specialisations") == 2
     assert set(tpu_compile.stats()) >= {"invocations", "graphs_compiled", "static_specialisations",
                                         "graph_runs"}
+
+
+# ---------------------------------------------------------------------------
+# replay: later calls run the captured executable without recording
+
+def test_replayed_training_matches_cpu():
+    """Forward and backward graphs are replayed from the second step on; the
+    losses and parameters still follow the CPU run step for step."""
+    def scenario(device):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Linear(16, 3)).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        x, y = torch.randn(8, 6).to(device), torch.tensor([0, 1, 2, 1, 0, 2, 1, 0]).to(device)
+
+        def step():
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = compiled_or_eager(step, device != "cpu")
+        before = tpu_compile.stats()
+        losses = [f() for _ in range(5)]
+        if device != "cpu":
+            assert delta(before, "graph_replays") >= 8, tpu_compile.stats()
+        return losses, [p.detach() for p in model.parameters()]
+    check_scenario(scenario, atol=1e-5, rtol=1e-5)
+
+
+def test_replay_writes_back_inputs_and_returns_aliases():
+    def fn(x, buf):
+        buf.mul_(2)
+        x[1:].add_(buf[:3])
+        return x * 3, buf, x.t()
+
+    def scenario(device):
+        x = torch.arange(12, dtype=torch.float32).reshape(4, 3).to(device)
+        buf = torch.ones(4, 3).to(device)
+        f = compiled_or_eager(fn, device != "cpu")
+        before = tpu_compile.stats()
+        outs = []
+        for _ in range(4):
+            a, b, c = f(x, buf)
+            assert b is buf
+            outs += [a, b.clone(), c]
+        if device != "cpu":
+            assert delta(before, "graph_replays") == 3
+        return outs, x, buf, x._version > 0
+    check_scenario(scenario, atol=1e-5, rtol=1e-5)
+
+
+def test_replay_keyed_by_storage_offset():
+    """Same shapes and strides at another storage offset: a new capture, not a
+    replay of the old one (its offsets are constants of the graph)."""
+    def fn(v):
+        return v * 2 + 1
+
+    def scenario(device):
+        base = torch.arange(20, dtype=torch.float32).reshape(5, 4).to(device)
+        f = compiled_or_eager(fn, device != "cpu")
+        return [f(base[1:]), f(base[:-1]), f(base[1:]), f(base[:-1])]
+    check_scenario(scenario)
+
+
+def test_replay_never_consumes_a_shared_buffer():
+    """An input updated in place donates its old buffer; when another tensor
+    still holds that buffer the call takes the recording path instead."""
+    def fn(x):
+        x.add_(1)
+        return x.sum()
+
+    def scenario(device):
+        x = torch.zeros(3, 3).to(device)
+        f = compiled_or_eager(fn, device != "cpu")
+        f(x)
+        f(x)
+        y = torch.empty(3, 3, device=device)
+        y.copy_(x)        # may share x's buffer
+        s = f(x)
+        return s, x, y
+    check_scenario(scenario)
+
+
+def test_graph_using_rng_is_not_replayed():
+    def fn(x):
+        return F.dropout(x, 0.5, training=True) * 1.0
+
+    f = torch.compile(fn, backend="tpu")
+    x = torch.ones(64, 64).to("tpu")
+    before = tpu_compile.stats()
+    masks = [(f(x) == 0).cpu() for _ in range(3)]
+    assert not torch.equal(masks[1], masks[2])  # fresh randomness on every call
+    assert delta(before, "graph_replays") == 0
+    assert delta(before, "not_replayable") >= 1
+    assert any("random" in why for why in tpu_compile.replay_refusals())
+
+
+def test_graph_with_host_path_op_is_not_replayed():
+    """A host-path op (linalg) reads device data while recording; its result is
+    then a constant of the recorded graph, so the graph must keep recording."""
+    def fn(a):
+        return torch.linalg.inv(a) * 2
+
+    f = torch.compile(fn, backend="tpu")
+    before = tpu_compile.stats()
+    outs, refs = [], []
+    for k in range(3):
+        a = torch.eye(3) * (k + 2) + torch.ones(3, 3)
+        outs.append(f(a.to("tpu")))
+        refs.append(fn(a))
+    assert_same(outs, refs, atol=1e-5, rtol=1e-5)
+    assert delta(before, "graph_replays") == 0

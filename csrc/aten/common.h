@@ -48,6 +48,8 @@ void reset_peak(int device);
 
 // Random state for random ops: (key, counter), advancing the generator.
 std::pair<uint64_t, uint64_t> next_rng_state(const std::optional<at::Generator>& gen, int device, uint64_t numel);
+// Number of next_rng_state calls so far (graph replay refuses graphs that draw).
+uint64_t rng_draws();
 const at::Generator& default_generator(int device);
 
 // Rethrows runtime failures as the right PyTorch exception, naming `what`.

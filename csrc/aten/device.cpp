@@ -10,6 +10,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <random>
@@ -377,7 +378,13 @@ const at::Generator& default_generator(int device) {
   return it->second;
 }
 
+namespace {
+std::atomic<uint64_t> g_rng_draws{0};
+}
+uint64_t rng_draws() { return g_rng_draws.load(); }
+
 std::pair<uint64_t, uint64_t> next_rng_state(const std::optional<at::Generator>& gen, int device, uint64_t numel) {
+  g_rng_draws++;
   at::Generator g = gen.has_value() && gen->defined() ? *gen : default_generator(device);
   std::lock_guard<std::mutex> lock(g.mutex());
   auto* impl = g.get<TpuGenerator>();
@@ -432,8 +439,13 @@ static void check_device_index(int device) {
                     " device(s) available)");
 }
 
+namespace ttpu::aten {
+void register_replay(py::module& m);
+}
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_tpu native core";
+  aten::register_replay(m);
   m.def("_set_plugin", [](const std::string& path, const std::string& platform, int cpu_devices) {
     runtime::set_plugin_config(pjrt::PluginConfig{path, platform, cpu_devices});
   });

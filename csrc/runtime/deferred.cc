@@ -32,11 +32,14 @@ DeferStats g_stats;
 std::map<std::string, uint64_t> g_reasons;
 bool g_flushing = false;
 std::atomic<bool> g_inject_failure{false};
+bool g_capture_armed = false;
+int g_captured_graphs = 0;
+std::shared_ptr<CapturedGraph> g_capture;
 
-void run_graph(std::vector<Node>& nodes, const std::string& key, const std::vector<BufferPtr>& args,
-               const std::vector<std::shared_ptr<pjrt::Buffer>>& live,
-               const std::vector<std::pair<size_t, size_t>>& live_pos, const std::vector<int>& donated_for_result,
-               const std::vector<int>& donated_args, int device);
+CompiledOpPtr run_graph(std::vector<Node>& nodes, const std::string& key, const std::vector<BufferPtr>& args,
+                        const std::vector<std::shared_ptr<pjrt::Buffer>>& live,
+                        const std::vector<std::pair<size_t, size_t>>& live_pos,
+                        const std::vector<int>& donated_for_result, const std::vector<int>& donated_args, int device);
 
 void hook() { flush("a pending value was needed"); }
 
@@ -158,10 +161,12 @@ void flush(const char* reason) {
   g_stats.values_dropped += position - live.size();
   g_stats.args_donated += donated_args.size();
   g_reasons[reason]++;
+  if (g_capture_armed) ++g_captured_graphs;
   if (live.empty()) return;
 
   try {
-    run_graph(nodes, key, args, live, live_pos, donated_for_result, donated_args, device);
+    CompiledOpPtr compiled = run_graph(nodes, key, args, live, live_pos, donated_for_result, donated_args, device);
+    if (g_capture_armed) g_capture = std::make_shared<CapturedGraph>(CapturedGraph{compiled, args, live});
   } catch (const pjrt::Error& e) {
     std::string ops;
     for (size_t i = 0; i < nodes.size() && i < 8; ++i) ops += (i ? ", " : "") + nodes[i].key.substr(0, nodes[i].key.find('|'));
@@ -173,10 +178,10 @@ void flush(const char* reason) {
 }
 
 namespace {
-void run_graph(std::vector<Node>& nodes, const std::string& key, const std::vector<BufferPtr>& args,
-               const std::vector<std::shared_ptr<pjrt::Buffer>>& live,
-               const std::vector<std::pair<size_t, size_t>>& live_pos, const std::vector<int>& donated_for_result,
-               const std::vector<int>& donated_args, int device) {
+CompiledOpPtr run_graph(std::vector<Node>& nodes, const std::string& key, const std::vector<BufferPtr>& args,
+                        const std::vector<std::shared_ptr<pjrt::Buffer>>& live,
+                        const std::vector<std::pair<size_t, size_t>>& live_pos,
+                        const std::vector<int>& donated_for_result, const std::vector<int>& donated_args, int device) {
   if (g_inject_failure.load()) throw pjrt::Error("torch_tpu: injected graph failure (test hook)", 0);
   // Pass 2 (cache miss only): one module from every recorded lowering.
   auto compiled = get_or_compile(key, [&] {
@@ -209,8 +214,24 @@ void run_graph(std::vector<Node>& nodes, const std::string& key, const std::vect
     live[j]->fulfill(produced[j]->raw());
     produced[j]->release();
   }
+  return compiled;
 }
 }  // namespace
+
+void arm_capture() {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  g_capture_armed = true;
+  g_captured_graphs = 0;
+  g_capture.reset();
+}
+
+std::shared_ptr<CapturedGraph> take_capture() {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  g_capture_armed = false;
+  auto c = std::move(g_capture);
+  g_capture.reset();
+  return g_captured_graphs == 1 ? c : nullptr;
+}
 
 void inject_graph_failure(bool on) { g_inject_failure.store(on); }
 

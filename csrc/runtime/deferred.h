@@ -37,6 +37,19 @@ struct DeferStats {
 };
 DeferStats defer_stats();
 
+// Capture for replay (compiled graphs): while armed, the graph that a flush
+// runs is kept (its executable, arguments and results) so that a caller can
+// run the same executable again on new argument buffers without recording.
+// More than one flush while armed makes the capture invalid.
+struct CapturedGraph {
+  CompiledOpPtr compiled;
+  std::vector<BufferPtr> args;                       // graph arguments, in order
+  std::vector<std::shared_ptr<pjrt::Buffer>> results;  // its results, in order
+};
+void arm_capture();
+// Disarms; the graph flushed while armed, or null (none, or more than one).
+std::shared_ptr<CapturedGraph> take_capture();
+
 // Test hook: the next graphs fail to run, to exercise error attribution.
 void inject_graph_failure(bool on);
 

@@ -111,7 +111,10 @@ _stats = {
     "graphs_compiled": 0,        # ATen graphs (forward/backward/inference) turned into fused callables
     "static_specialisations": 0,  # concrete input signatures run by graphs Dynamo traced symbolically
     "graph_runs": 0,             # executions of those fused graphs
+    "graph_replays": 0,          # of which: the captured executable run directly (no op recording)
+    "not_replayable": 0,         # captures refused (the reasons: replay_refusals())
 }
+_refusals: dict = {}
 
 
 def _count(key: str, n: int = 1) -> None:
@@ -129,6 +132,39 @@ def reset_stats() -> None:
     with _lock:
         for k in _stats:
             _stats[k] = 0
+        _refusals.clear()
+
+
+def replay_refusals() -> dict:
+    """Why captured graphs were not made replayable: reason -> count."""
+    with _lock:
+        return dict(_refusals)
+
+
+_DEBUG = 1  # EagerMode.DEBUG.value
+_MAX_PROGRAMS = 8  # replayable argument layouts kept per graph
+
+
+def _replay_key(args):
+    """The argument layout a captured program is valid for: tensor metadata
+    (including storage offsets and which arguments share a storage) and the
+    values of Python scalars, which the recorded graph holds as constants.
+    None when the call cannot be replayed (a CPU tensor argument: its value is
+    uploaded while recording)."""
+    key = []
+    storages = {}
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if a.device.type != "tpu":
+                return None
+            sid = a.untyped_storage().data_ptr()
+            key.append((tuple(a.shape), a.stride(), a.storage_offset(), a.dtype, a.device.index,
+                        storages.setdefault(sid, len(storages))))
+        elif a is None or isinstance(a, (int, float, bool)):
+            key.append((type(a), a))
+        else:
+            return None
+    return tuple(key)
 
 
 # ---------------------------------------------------------------------------
@@ -203,6 +239,7 @@ class _FusedGraph:
         self.kind = kind
         self.reason = f"compiled graph ({kind})"
         self._forward = gm.forward
+        self._programs: dict = {}  # replay key -> _C._GraphProgram, or None (not replayable)
         _count("graphs_compiled")
 
     def __call__(self, args):
@@ -210,14 +247,29 @@ class _FusedGraph:
         call_args = list(args)
         args.clear()
         previous = _C._get_mode()
+        key = _replay_key(call_args) if previous != _DEBUG else None
+        program = self._programs.get(key) if key is not None else None
+        if program is not None:
+            out = _C._replay(program, call_args)
+            if out is not None:
+                _count("graph_runs")
+                _count("graph_replays")
+                return self._out_type(out)
+        capture = key is not None and key not in self._programs and len(self._programs) < _MAX_PROGRAMS
         if previous != _DEFER_AND_FUSE:
             _C._set_mode(_DEFER_AND_FUSE)
         try:
+            if capture:
+                _C._capture_begin(call_args)
             out = self._forward(*call_args)
-            del call_args
+            if not capture:
+                del call_args  # inputs the graph dropped may be freed before it runs
         except BaseException:
             # run what was recorded before the failure, restore the mode, and
             # raise the original error (e.g. NotImplementedError naming the op)
+            if capture:
+                self._programs[key] = None
+                _C._capture_end([], [])  # disarms
             try:
                 _C._flush(self.reason + " before an error")
             except Exception:
@@ -228,6 +280,18 @@ class _FusedGraph:
             raise
         try:
             _C._flush(self.reason)
+            if capture:
+                outs = list(out) if isinstance(out, (list, tuple)) else [out]
+                program, why = _C._capture_end(call_args, outs)
+                if program is not None and not isinstance(out, (list, tuple)):
+                    program = None
+                    why = "the graph returns a single value"
+                self._out_type = type(out)
+                self._programs[key] = program
+                if program is None:
+                    _count("not_replayable")
+                    with _lock:
+                        _refusals[why] = _refusals.get(why, 0) + 1
         finally:
             if previous != _DEFER_AND_FUSE:
                 _C._set_mode(previous)
