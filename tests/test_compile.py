@@ -158,9 +158,9 @@ def _training(name, device, compiled, steps=3):
     step = compiled_or_eager(step, compiled)
     losses = [step(x, y) for _ in range(steps)]
     state = [v for s in opt.state.values() for k, v in s.items() if k != "step"]
-    # the step counters stay 0-d CPU tensors (capturable=False) on every device
-    steps = [(s["step"].device.type, s["step"].item()) for s in opt.state.values()]
-    return losses, list(model.parameters()), list(model.buffers()), state, steps
+    steps = [s["step"].item() for s in opt.state.values()]
+    step_devices = {s["step"].device.type for s in opt.state.values()}
+    return losses, list(model.parameters()), list(model.buffers()), state, steps, step_devices
 
 
 def _forward(name, device, compiled):
@@ -186,10 +186,12 @@ def test_training_steps_match_eager_and_cpu(name):
     ref = _training(name, "cpu", False)
     eager = _training(name, "tpu", False)
     comp = _training(name, "tpu", True)
-    assert_same(comp, ref, atol=1e-4, rtol=1e-4)
-    assert_same(comp, to_cpu(eager), atol=1e-5, rtol=1e-5)
-    # the optimizer's step counters stayed CPU tensors and were written back
-    assert comp[4] and set(comp[4]) == {("cpu", 3.0)}
+    assert_same(comp[:5], ref[:5], atol=1e-4, rtol=1e-4)
+    assert_same(comp[:5], to_cpu(eager[:5]), atol=1e-5, rtol=1e-5)
+    assert comp[4] and set(comp[4]) == {3.0}
+    # eager keeps the step counters on the CPU (capturable=False); compiled,
+    # the fresh optimizer is made capturable as on CUDA: counters on the device
+    assert ref[5] == {"cpu"} and eager[5] == {"cpu"} and comp[5] == {"tpu"}
     assert delta(s0, "graph_runs") > 0
 
 
@@ -559,3 +561,33 @@ def test_graph_with_host_path_op_is_not_replayed():
         refs.append(fn(a))
     assert_same(outs, refs, atol=1e-5, rtol=1e-5)
     assert delta(before, "graph_replays") == 0
+
+
+def test_compiled_adamw_step_replays_every_graph():
+    """Dynamo makes a fresh optimizer on 'tpu' capturable (step counters on the
+    device, as it does on CUDA), so forward, backward and optimizer graphs all
+    replay; the parameters follow CPU AdamW."""
+    def scenario(device):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 2)).to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
+        x, y = torch.randn(6, 5).to(device), torch.randn(6, 2).to(device)
+
+        def step():
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = compiled_or_eager(step, device != "cpu")
+        losses = [f() for _ in range(3)]
+        if device != "cpu":
+            before = tpu_compile.stats()
+            losses += [f() for _ in range(3)]
+            runs, replays = delta(before, "graph_runs"), delta(before, "graph_replays")
+            assert runs >= 9 and replays == runs, (runs, replays, tpu_compile.replay_refusals())
+            assert all(s["step"].device.type == "tpu" for s in opt.state.values())
+        else:
+            losses += [f() for _ in range(3)]
+        return losses, [p.detach() for p in model.parameters()]
+    check_scenario(scenario, atol=1e-5, rtol=1e-5)

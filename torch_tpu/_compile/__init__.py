@@ -18,6 +18,8 @@ def compile(fn, **kwargs):
     """`torch.compile(fn, backend="tpu", **kwargs)`."""
     import torch
 
+    from .backend import _capturable_tpu_optimizers
+    _capturable_tpu_optimizers()
     return torch.compile(fn, backend="tpu", **kwargs)
 
 

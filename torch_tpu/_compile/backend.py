@@ -402,6 +402,36 @@ _DYNAMIC_MESSAGE = (
     "input shape then compiles a static graph for that shape).")
 
 
+_optimizer_patched = False
+
+
+def _capturable_tpu_optimizers() -> None:
+    """Dynamo compiles a fresh optimizer on CUDA/XPU as capturable (its step
+    counters live on the device, so the whole step is one device graph); it
+    does the same for 'tpu' parameters from here on. Without it the counters
+    stay CPU tensors, updated by CPU ops inside the graph, and the optimizer
+    graph can never be replayed."""
+    global _optimizer_patched
+    if _optimizer_patched:
+        return
+    _optimizer_patched = True
+    try:
+        from torch._dynamo.variables.optimizer import OptimizerVariable
+    except Exception:  # pragma: no cover - a torch without this Dynamo internals
+        return
+    original = OptimizerVariable._set_capturable
+
+    def _set_capturable(self, tx):
+        for group in self.value.param_groups:
+            params = group.get("params", [])
+            if ("capturable" in group and params and all(p.device.type == "tpu" for p in params)
+                    and all(p not in self.value.state for p in params)):
+                group["capturable"] = True
+        return original(self, tx)
+
+    OptimizerVariable._set_capturable = _set_capturable
+
+
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """Dynamo backend "tpu" (see the module docstring).
 
@@ -410,6 +440,7 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     import torch._dynamo.config as dynamo_config
 
     _count("invocations")
+    _capturable_tpu_optimizers()
     options = dict(kwargs.get("options") or {})
     partitioner = options.pop("partitioner", "min_cut")
     if options:
