@@ -124,15 +124,10 @@ py::tuple capture_end(const py::list& args, const py::list& outputs) {
     prog->mutations.push_back({static_cast<int>(i), it->second});
     result_used[it->second] = true;
   }
-  for (size_t p = 0; p < prog->inputs.size(); ++p) {
-    if (!prog->donated[p]) continue;
-    // a consumed argument buffer must be one the graph replaces
-    int a = prog->inputs[p].arg;
-    bool replaced = false;
-    for (auto [arg, r] : prog->mutations) replaced = replaced || (ts[arg].defined() && ts[a].defined() &&
-                                                                 &handle_of(ts[arg]) == &handle_of(ts[a]));
-    if (!replaced) return refuse("the graph consumes an argument buffer it does not replace");
-  }
+  // A consumed argument buffer must be one the graph replaces.
+  for (size_t p = 0; p < prog->inputs.size(); ++p)
+    if (prog->donated[p] && !mutated.count(&handle_of(ts[prog->inputs[p].arg])))
+      return refuse("the graph consumes an argument buffer it does not replace");
   // Outputs.
   std::unordered_map<const runtime::StorageHandle*, int> group_of;
   for (auto o : outputs) {
@@ -205,14 +200,13 @@ py::object replay(const std::shared_ptr<Program>& prog, const py::list& args) {
   }
   std::vector<pjrt::Buffer*> raw;
   for (const auto& b : inputs) raw.push_back(b.get());
+  // The allocator places new storages on the current device.
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(prog->device)));
   std::vector<BufferPtr> produced;
-  {
-    c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(prog->device)));
-    try {
-      produced = runtime::execute(*prog->compiled, raw, prog->device);
-    } catch (const std::exception& e) {
-      rethrow_as_torch_error(std::string("compiled graph: ") + e.what());
-    }
+  try {
+    produced = runtime::execute(*prog->compiled, raw, prog->device);
+  } catch (const std::exception& e) {
+    rethrow_as_torch_error(std::string("compiled graph: ") + e.what());
   }
   inputs.clear();
   for (auto [arg, r] : prog->mutations) {
@@ -220,13 +214,10 @@ py::object replay(const std::shared_ptr<Program>& prog, const py::list& args) {
     ts[arg].unsafeGetTensorImpl()->bump_version();
   }
   std::vector<c10::Storage> storages;
-  {
-    c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(prog->device)));
-    for (auto [nbytes, r] : prog->groups) {
-      c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, tpu_allocator(), /*resizable=*/true);
-      static_cast<runtime::StorageHandle*>(s.data_ptr().get_context())->buffer = produced[r];
-      storages.push_back(std::move(s));
-    }
+  for (auto [nbytes, r] : prog->groups) {
+    c10::Storage s(c10::Storage::use_byte_size_t(), nbytes, tpu_allocator(), /*resizable=*/true);
+    static_cast<runtime::StorageHandle*>(s.data_ptr().get_context())->buffer = produced[r];
+    storages.push_back(std::move(s));
   }
   py::list out;
   for (const auto& o : prog->outputs) {

@@ -163,7 +163,7 @@ struct StridedBlock {
   std::vector<int64_t> corner;       // the block inside it: block_sizes + {1}
   int64_t length = 1;                // elements in the region
   int64_t pad = 0;                   // zeros appended so the region fits any valid offset
-  bool is_dense = true;              // corner == dense: no slicing needed
+  bool is_dense = true;              // corner == dense (or no dims): no slicing needed
 };
 static bool as_strided_block(const ViewSpec& v, StridedBlock& p) {
   for (size_t d = 0; d < v.sizes.size(); ++d) {
@@ -216,7 +216,7 @@ Value gather_view(Builder& b, const Value& base, const ViewSpec& v, const Value*
   StridedBlock p;
   if (as_strided_block(v, p)) {
     Value block = b.dynamic_slice(padded(b, flat, p.pad), {start_of(b, v, offset)}, {p.length});
-    if (!p.order.empty() && !p.is_dense) {
+    if (!p.is_dense) {
       block = b.reshape(block, p.dense);
       block = b.slice(block, zeros_like(p.corner), p.corner, std::vector<int64_t>(p.corner.size(), 1));
     }
@@ -252,7 +252,7 @@ Value scatter_view(Builder& b, const Value& base, const Value& value, const View
     for (auto d : p.order) perm.push_back(std::find(kept.begin(), kept.end(), d) - kept.begin());
     Value block = b.transpose(sq, perm);
     Value start = start_of(b, v, offset);
-    if (p.order.empty() || p.is_dense)
+    if (p.is_dense)
       return b.dynamic_update_slice(flat, b.reshape(block, {p.length}), std::vector<Value>{start});
     // Read the region, overwrite its corner block, write the region back.
     int64_t total = flat.type.dims[0];
