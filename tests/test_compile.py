@@ -42,6 +42,17 @@ def compiled_or_eager(fn, compiled):
     return torch.compile(fn, backend="tpu") if compiled else fn
 
 
+def train_step(model, opt, loss_fn, x, y):
+    """One optimizer step on (x, y) as a function of nothing, returning the loss."""
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 # ---------------------------------------------------------------------------
 # registration
 
@@ -216,13 +227,7 @@ def test_compiled_training_step_compiles_once():
     opt = torch.optim.AdamW(model.parameters(), lr=0.01)
     x, y = torch.randn(4, 6).to("tpu"), torch.tensor([0, 1, 2, 1]).to("tpu")
 
-    @torch.compile(backend="tpu")
-    def step():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = torch.compile(train_step(model, opt, F.cross_entropy, x, y), backend="tpu")
 
     compiles = []
     for _ in range(5):
@@ -463,13 +468,7 @@ def test_replayed_training_matches_cpu():
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         x, y = torch.randn(8, 6).to(device), torch.tensor([0, 1, 2, 1, 0, 2, 1, 0]).to(device)
 
-        def step():
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = compiled_or_eager(step, device != "cpu")
+        f = compiled_or_eager(train_step(model, opt, F.cross_entropy, x, y), device != "cpu")
         before = tpu_compile.stats()
         losses = [f() for _ in range(5)]
         if device != "cpu":
@@ -573,13 +572,7 @@ def test_compiled_adamw_step_replays_every_graph():
         opt = torch.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
         x, y = torch.randn(6, 5).to(device), torch.randn(6, 2).to(device)
 
-        def step():
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        f = compiled_or_eager(step, device != "cpu")
+        f = compiled_or_eager(train_step(model, opt, F.mse_loss, x, y), device != "cpu")
         losses = [f() for _ in range(3)]
         if device != "cpu":
             before = tpu_compile.stats()
