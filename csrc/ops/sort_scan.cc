@@ -1,6 +1,7 @@
 // Sorting and scans: sort, topk, cumsum/cumprod.
 #include <climits>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "ops/lowering.h"
@@ -118,13 +119,22 @@ Value extreme(Builder& b, ElemType t, bool lowest, const std::vector<int64_t>& d
   return lowest ? b.constant_int(0, t, dims) : b.constant_bits(hi, t, dims);
 }
 
+// (values, indices) ops along a dim (cummax/cummin, mode): the results for an
+// empty or 0-d input, which need no pair grid.
+std::optional<std::vector<Value>> trivial_value_index(LowerCtx& c, const Value& x) {
+  Builder& b = c.b;
+  if (x.type.numel() == 0)
+    return std::vector<Value>{b.constant(0, c.out(0).elem, c.out(0).dims),
+                              b.constant_int(0, ElemType::S64, c.out(1).dims)};
+  if (x.type.rank() == 0) return std::vector<Value>{x, b.constant_int(0, ElemType::S64)};
+  return std::nullopt;
+}
+
 std::vector<Value> cummaxmin(LowerCtx& c, bool is_max) {
   // cummax/cummin(self, dim) -> (values, indices)
   Builder& b = c.b;
   Value x = c.t(0);
-  if (x.type.numel() == 0)
-    return {b.constant(0, c.out(0).elem, c.out(0).dims), b.constant_int(0, ElemType::S64, c.out(1).dims)};
-  if (x.type.rank() == 0) return {x, b.constant_int(0, ElemType::S64)};
+  if (auto r = trivial_value_index(c, x)) return *r;
   int64_t rank = x.type.rank();
   int64_t dim = wrap_dim(c.i(1), rank);
   Pairs p = pairs(b, x, dim);
@@ -365,9 +375,7 @@ std::vector<Value> mode(LowerCtx& c) {
   // frequent values and the last position holding it.
   Builder& b = c.b;
   Value x = c.t(0);
-  if (x.type.numel() == 0)
-    return {b.constant(0, c.out(0).elem, c.out(0).dims), b.constant_int(0, ElemType::S64, c.out(1).dims)};
-  if (x.type.rank() == 0) return {x, b.constant_int(0, ElemType::S64)};
+  if (auto r = trivial_value_index(c, x)) return *r;
   int64_t rank = x.type.rank();
   int64_t dim = wrap_dim(c.i(1), rank);
   Pairs p = pairs(b, x, dim);  // xj: x at j over [rest..., i, j]
