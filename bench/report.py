@@ -38,7 +38,9 @@ def main(path):
             extra = ""
             if "gflops" in rec:
                 extra = f" ({rec['gflops']:.1f} GFLOP/s)"
-            cells += [fmt(t) + extra, fmt(t / cpu, 2) if (t and cpu) else "–"]
+            ratio = rec.get("ratio_vs_cpu") or (t / cpu if (t and cpu) else None)
+            spread = f" ({rec['ratio_iqr'][0]:.2f}–{rec['ratio_iqr'][1]:.2f})" if "ratio_iqr" in rec else ""
+            cells += [fmt(t) + extra, (fmt(ratio, 2) + spread) if ratio else "–"]
         print("| " + " | ".join(cells) + " |")
 
 

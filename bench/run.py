@@ -43,9 +43,12 @@ TPU_MODES = list(EAGER_MODES)
 ALL_MODES = TPU_MODES + ["compiled", "inductor"]  # columns of the table
 
 
+SELECTED = set(ALL_MODES)  # --modes narrows this (native CPU always runs: it is the reference)
+
+
 def targets(modes=None):
-    """(mode, device) pairs: native CPU first, then 'tpu' in each mode."""
-    return [("cpu", "cpu")] + [(m, "tpu") for m in (modes or TPU_MODES)]
+    """(mode, device) pairs: native CPU first, then 'tpu' in each selected mode."""
+    return [("cpu", "cpu")] + [(m, "tpu") for m in (modes or TPU_MODES) if m in SELECTED]
 
 
 def in_mode(mode):
@@ -145,48 +148,88 @@ def case_compile(r: Recorder):
 
 
 def training_case(r: Recorder, name, make, steps_inner, inductor=False):
-    reps = 3 if r.quick else 7
-    for mode, dev in targets() + [("compiled", "tpu")] + ([("inductor", "cpu")] if inductor else []):
+    """One training step on every contender, measured interleaved: each round
+    times `steps_inner` steps of every contender in turn (the order reversed
+    every other round), so a slow phase of this noisy machine hits all of them
+    alike. The reported ratio to CPU is the median of the per-round ratios."""
+    rounds = 9 if r.quick else 21
+    contenders = []
+    extra = [("compiled", "tpu")] + ([("inductor", "cpu")] if inductor else [])
+    for mode, dev in targets() + [(m, d) for m, d in extra if m in SELECTED]:
         with in_mode(mode):
-            training_mode_case(r, name, make, steps_inner, mode, dev, reps)
+            step = prepare_training(r, name, make, mode, dev)
+        if step is not None:
+            contenders.append((mode, dev, step))
+    samples = {mode: [] for mode, _, _ in contenders}
+    for i in range(rounds):
+        for mode, dev, step in (contenders if i % 2 == 0 else contenders[::-1]):
+            with in_mode(mode):
+                sync(dev)
+                t = time.perf_counter()
+                for _ in range(steps_inner):
+                    step()
+                sync(dev)
+            samples[mode].append((time.perf_counter() - t) / steps_inner * 1e3)
+    cpu = samples.get("cpu")
+    for mode, dev, _ in contenders:
+        s = samples[mode]
+        rec = {"name": name, "mode": mode, "platform": "cpu-native" if dev == "cpu" else r.platform,
+               "median_ms": statistics.median(s), "min_ms": min(s), "max_ms": max(s), "repeats": rounds,
+               "inner": steps_inner, "compiles": 0, "peak_device_bytes": 0, "note": "interleaved rounds",
+               "error": None}
+        if cpu and mode != "cpu":
+            ratios = sorted(a / b for a, b in zip(s, cpu))
+            rec["ratio_vs_cpu"] = statistics.median(ratios)
+            q = len(ratios) // 4
+            rec["ratio_iqr"] = [ratios[q], ratios[-1 - q]]
+        r.records.append(rec)
+        extra = f"  x{rec['ratio_vs_cpu']:.2f} cpu (IQR {rec['ratio_iqr'][0]:.2f}-{rec['ratio_iqr'][1]:.2f})" \
+            if "ratio_vs_cpu" in rec else ""
+        print(f"  {name:<28} {mode:<9} {rec['median_ms']:10.4f} ms{extra}", flush=True)
 
 
-def training_mode_case(r, name, make, steps_inner, mode, dev, reps):
-        torch.manual_seed(0)
-        step, first = make(dev)
-        if mode in ("compiled", "inductor"):
-            # the whole step (forward, backward, optimizer) under torch.compile;
-            # backward() is a graph break, so it runs as several graphs
-            torch._dynamo.reset()
-            step = first = torch.compile(step, backend="tpu" if mode == "compiled" else "inductor")
-        if mode == "inductor":
-            t = time.perf_counter()
-            first()
-            r.records.append({"name": name + " (first step)", "mode": mode, "platform": "cpu-native",
-                              "median_ms": (time.perf_counter() - t) * 1e3, "repeats": 1, "inner": 1,
-                              "compiles": 0, "peak_device_bytes": 0, "note": "inductor compile", "error": None})
-        if mode not in ("cpu", "inductor"):
-            t = time.perf_counter()
-            before = torch.tpu.compile_stats()["compiles"]
-            first_rec = {"name": name + " (first step)", "mode": mode, "platform": r.platform, "repeats": 1,
-                         "inner": 1, "note": "cold: includes compiling every op", "error": None}
-            try:
-                first()
-                torch.tpu.synchronize()
-            except Exception as e:
-                first_rec["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-            first_ms = (time.perf_counter() - t) * 1e3 if first_rec["error"] is None else None
-            first_rec.update(median_ms=first_ms, min_ms=first_ms, max_ms=first_ms,
-                             compiles=torch.tpu.compile_stats()["compiles"] - before,
-                             peak_device_bytes=torch.tpu.max_memory_allocated())
-            r.records.append(first_rec)
-        r.run(name, mode, dev, step, reps, steps_inner)
+def prepare_training(r, name, make, mode, dev):
+    """Builds the step for one contender and runs its first (cold) step and a
+    warm-up; returns the step, or None when it cannot run (reported)."""
+    torch.manual_seed(0)
+    step, _ = make(dev)
+    if mode in ("compiled", "inductor"):
+        # the whole step (forward, backward, optimizer) under torch.compile;
+        # backward() is a graph break, so it runs as several graphs
+        step = torch.compile(step, backend="tpu" if mode == "compiled" else "inductor")
+    before = torch.tpu.compile_stats()["compiles"]
+    torch.tpu.reset_peak_memory_stats()
+    first = {"name": name + " (first step)", "mode": mode, "platform": "cpu-native" if dev == "cpu" else r.platform,
+             "repeats": 1, "inner": 1, "error": None,
+             "note": "inductor compile" if mode == "inductor" else "cold: includes compiling every op"}
+    t = time.perf_counter()
+    try:
+        step()
+        sync(dev)
+        first_ms = (time.perf_counter() - t) * 1e3
+        for _ in range(3):
+            step()
+        sync(dev)
+    except Exception as e:  # a case the backend cannot run yet is reported, not hidden
+        first["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+        first_ms = None
+    if dev != "cpu" or mode == "inductor":
+        first.update(median_ms=first_ms, min_ms=first_ms, max_ms=first_ms,
+                     compiles=torch.tpu.compile_stats()["compiles"] - before if dev != "cpu" else 0,
+                     peak_device_bytes=torch.tpu.max_memory_allocated() if dev != "cpu" else 0)
+        r.records.append(first)
+    if first["error"]:
+        r.records.append(dict(first, name=name, median_ms=None, min_ms=None, max_ms=None))
+        print(f"  {name:<28} {mode:<9} ERROR {first['error']}", flush=True)
+        return None
+    return step
 
 
 def case_training(r: Recorder):
-    training_case(r, "MLP train step", models.mlp_step, 5 if r.quick else 20, inductor=r.inductor)
-    training_case(r, "small-GPT train step", models.gpt_step, 2 if r.quick else 5, inductor=r.inductor)
-    training_case(r, "CNN train step", models.cnn_step, 2 if r.quick else 5)
+    torch._dynamo.reset()
+    training_case(r, "MLP train step", models.mlp_step, 5 if r.quick else 10, inductor=r.inductor)
+    training_case(r, "small-GPT train step", models.gpt_step, 2 if r.quick else 4, inductor=r.inductor)
+    training_case(r, "CNN train step", models.cnn_step, 2 if r.quick else 4)
 
 
 def case_generation(r: Recorder):
@@ -272,7 +315,7 @@ def table(records):
         line = f"{name:<32} {cpu if cpu is not None else float('nan'):>10.4f} "
         for m in ALL_MODES:
             t = modes.get(m, {}).get("median_ms")
-            ratio = t / cpu if (t and cpu) else None
+            ratio = modes.get(m, {}).get("ratio_vs_cpu") or (t / cpu if (t and cpu) else None)
             line += f"{t if t is not None else float('nan'):>12.4f} {ratio if ratio else float('nan'):>9.2f} "
         rows.append(line)
     return "\n".join(rows)
@@ -293,7 +336,7 @@ def chart(records, path):
         cpu = next((c for c in records if c["name"] == rec["name"] and c["mode"] == "cpu"), None)
         if cpu and cpu["median_ms"]:
             names.append(f"{rec['name']} [{rec['mode']}]")
-            ratios.append(rec["median_ms"] / cpu["median_ms"])
+            ratios.append(rec.get("ratio_vs_cpu") or rec["median_ms"] / cpu["median_ms"])
     fig, ax = plt.subplots(figsize=(9, 0.4 * len(names) + 1.5))
     ax.barh(names, ratios, color=["tab:green" if x <= 1 else "tab:red" for x in ratios])
     ax.axvline(1.0, color="black", lw=1)
@@ -309,8 +352,11 @@ def main():
     p.add_argument("--quick", action="store_true", help="a few minutes on a 2-core machine")
     p.add_argument("--out", default=os.path.join(HERE, "results", "latest.json"))
     p.add_argument("--only", default="", help="comma-separated case groups")
+    p.add_argument("--modes", default="", help="comma-separated subset of " + ",".join(ALL_MODES))
     p.add_argument("--no-inductor", action="store_true", help="skip torch.compile(backend='inductor') on CPU")
     args = p.parse_args()
+    if args.modes:
+        SELECTED.intersection_update(args.modes.split(","))
     r = Recorder(args.quick, inductor=not args.no_inductor)
     groups = {"dispatch": case_dispatch, "compile": case_compile, "training": case_training,
               "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start}
