@@ -433,33 +433,6 @@ std::vector<int64_t> int_list(const c10::IValue& v) {
   return out;
 }
 
-// Device copies of recently used scalar values (alpha=1, lr, eps, ...):
-// scalar inputs are never donated, so one buffer serves every call.
-BufferPtr scalar_buffer(const void* bytes, ElemType type, int device) {
-  struct Key {
-    uint64_t bits;
-    int type, device;
-    bool operator==(const Key& o) const { return bits == o.bits && type == o.type && device == o.device; }
-  };
-  struct Hash {
-    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.bits) ^ (k.type * 131 + k.device); }
-  };
-  static std::mutex mu;
-  static std::unordered_map<Key, BufferPtr, Hash> cache;
-  Key key{0, static_cast<int>(type), device};
-  std::memcpy(&key.bits, bytes, shlo::byte_size(type));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  BufferPtr b = runtime::upload(bytes, TensorType{type, {}}, device);
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() > 4096) cache.clear();  // bounded: a loop over ever-new values must not grow memory
-  cache.emplace(key, b);
-  return b;
-}
-
 class TableKernel final : public c10::OperatorKernel {
  public:
   explicit TableKernel(const ops::Lowering* lowering) : lowering_(lowering) {}
@@ -528,7 +501,7 @@ class TableKernel final : public c10::OperatorKernel {
       append_tensor_key(key, 'c', t);
       ElemType et = elem_of(t.scalar_type());
       if (shlo::byte_size(et) <= 8) {
-        inputs.push_back(scalar_buffer(t.const_data_ptr(), et, dev));
+        inputs.push_back(runtime::upload_scalar(t.const_data_ptr(), et, dev));
       } else {
         inputs.push_back(runtime::upload(t.const_data_ptr(), TensorType{et, {}}, dev));
       }
@@ -577,16 +550,16 @@ class TableKernel final : public c10::OperatorKernel {
           if (s.isBoolean()) {
             key += 'b';
             bool b = s.toBool();
-            inputs.push_back(scalar_buffer(&b, ElemType::Pred, dev));
+            inputs.push_back(runtime::upload_scalar(&b, ElemType::Pred, dev));
           } else if (s.isIntegral(false)) {
             key += 'i';
             int64_t x = s.toLong();
-            inputs.push_back(scalar_buffer(&x, ElemType::S64, dev));
+            inputs.push_back(runtime::upload_scalar(&x, ElemType::S64, dev));
           } else {
             TORCH_CHECK(!s.isComplex(), "torch_tpu: complex scalars are not supported yet");
             key += 'f';
             double x = s.toDouble();
-            inputs.push_back(scalar_buffer(&x, ElemType::F64, dev));
+            inputs.push_back(runtime::upload_scalar(&x, ElemType::F64, dev));
           }
           break;
         }

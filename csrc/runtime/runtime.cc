@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <mutex>
@@ -178,6 +179,31 @@ std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buf
 BufferPtr upload(const void* data, const TensorType& type, int device) {
   stats().host_to_device++;
   return client().from_host(data, type, device);
+}
+
+BufferPtr upload_scalar(const void* bytes, ElemType type, int device) {
+  struct Key {
+    uint64_t bits;
+    int type, device;
+    bool operator==(const Key& o) const { return bits == o.bits && type == o.type && device == o.device; }
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.bits) ^ (k.type * 131 + k.device); }
+  };
+  static std::mutex mu;
+  static std::unordered_map<Key, BufferPtr, Hash> cache;
+  Key key{0, static_cast<int>(type), device};
+  std::memcpy(&key.bits, bytes, shlo::byte_size(type));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  BufferPtr b = upload(bytes, TensorType{type, {}}, device);
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 4096) cache.clear();  // bounded: a loop over ever-new values must not grow memory
+  cache.emplace(key, b);
+  return b;
 }
 
 void download(const pjrt::Buffer& buffer, void* dst) {

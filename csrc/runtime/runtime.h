@@ -68,6 +68,11 @@ void clear_cache();
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device);
 
 BufferPtr upload(const void* data, const TensorType& type, int device);
+// A 0-d value (at most 8 bytes) on the device, shared by every caller that
+// asks for the same value: recently used scalars (alpha=1, lr, eps, view
+// offsets) are uploaded once. The cache holds a reference, so such a buffer
+// is never donated.
+BufferPtr upload_scalar(const void* bytes, ElemType type, int device);
 
 // Appends a type ("f32,2,3;") to a cache key.
 void append_type(std::string& key, const TensorType& t);

@@ -49,7 +49,7 @@ bool covers_whole_storage(const StorageHandle& h, const ops::ViewSpec& v) {
 }
 
 BufferPtr offset_buffer(int64_t offset, int device) {
-  return upload(&offset, TensorType{ElemType::S64, {}}, device);
+  return upload_scalar(&offset, ElemType::S64, device);
 }
 
 // One path for the storage executables: run now (Strict/Debug) or record
