@@ -142,6 +142,9 @@ std::vector<Value> as_out(LowerCtx& c, const Value& v);
 // Inclusive prefix sum (or product) along dim in O(n log n) elementwise work.
 Value prefix_scan(Builder& b, const Value& x, int64_t dim, bool product);
 Value prefix_sum(Builder& b, const Value& x, int64_t dim);
+// Sum over `dims` (sorted), without keeping them; f32 sums over leading dims
+// are emitted as a product with ones.
+Value sum_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims);
 // Loss reduction modes: 0 none, 1 mean, 2 sum.
 Value reduce_loss(Builder& b, const Value& l, int64_t reduction);
 

@@ -214,8 +214,7 @@ std::vector<Value> layer_norm_backward(LowerCtx& c) {
   Value gw = c.has(5) ? b.mul(g, affine(b, c.t(5), g, d)) : g;
   Value gi = b.mul(rstd, b.sub(b.sub(gw, mean_keep(b, gw, d)), b.mul(xhat, mean_keep(b, b.mul(gw, xhat), d))));
   auto outer_sum = [&](const Value& v, size_t k) {
-    Value s = b.reduce(v, b.constant(0, acc), d.outer, Reducer::Add);
-    return b.convert(b.reshape(s, c.out(k).dims), c.out(k).elem);
+    return b.convert(b.reshape(sum_dims(b, v, d.outer), c.out(k).dims), c.out(k).elem);
   };
   Value grad_w = c.wants(1) ? outer_sum(b.mul(g, xhat), 1) : b.constant(0, ElemType::F32, {0});
   Value grad_b = c.wants(2) ? outer_sum(g, 2) : b.constant(0, ElemType::F32, {0});
