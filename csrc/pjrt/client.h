@@ -77,6 +77,12 @@ class Buffer {
   const shlo::TensorType& type() const { return type_; }
   int device() const { return device_; }
   size_t nbytes() const { return static_cast<size_t>(type_.numel()) * shlo::byte_size(type_.elem); }
+  // The concrete buffer this pending value will replace in its storage (the
+  // parameter an optimizer updates in place): donation pairs them, so the
+  // graph writes the new value over the old one without copying it first.
+  // Only compared, never dereferenced.
+  const Buffer* replaces() const { return replaces_; }
+  void set_replaces(const Buffer* old) { replaces_ = old; }
   // Ownership moved to the device by donation: do not destroy.
   void release() { raw_ = nullptr; }  // the handle moved elsewhere
   void discard();                     // destroys the handle now (after donation)
@@ -86,6 +92,7 @@ class Buffer {
   shlo::TensorType type_;
   int device_;
   uint64_t pending_id_ = 0;
+  const Buffer* replaces_ = nullptr;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 

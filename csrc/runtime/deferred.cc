@@ -1,5 +1,6 @@
 #include "runtime/deferred.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -142,20 +143,34 @@ void flush(const char* reason) {
   // Donation: an argument only the recorded nodes (and `args`) still hold is
   // dead after the graph, so its memory may become a result of the same type
   // (a parameter or optimizer state updated in place reuses its buffer).
+  // An argument is first paired with the result that replaces it in its
+  // storage: any other same-typed result would overwrite it while later ops
+  // still read it, and XLA would copy it first.
   std::vector<int> donated_for_result(live.size(), -1);
   std::vector<int> donated_args;
+  std::vector<bool> dead(args.size());
+  for (size_t a = 0; a < args.size(); ++a)
+    dead[a] = !args[a]->pending() && args[a].use_count() == graph_refs[args[a].get()] + 1;
+  auto donate = [&](size_t a, size_t r) {
+    donated_for_result[r] = static_cast<int>(a);
+    donated_args.push_back(static_cast<int>(a));
+    dead[a] = false;
+    key += 'D' + std::to_string(a) + '>' + std::to_string(r) + ';';
+  };
+  auto fits = [&](size_t a, size_t r) {
+    return donated_for_result[r] < 0 && live[r]->type() == args[a]->type();
+  };
+  std::unordered_map<const pjrt::Buffer*, size_t> replacing;  // old buffer -> live result
+  for (size_t r = 0; r < live.size(); ++r)
+    if (live[r]->replaces()) replacing.emplace(live[r]->replaces(), r);
   for (size_t a = 0; a < args.size(); ++a) {
-    if (args[a]->pending() || args[a].use_count() != graph_refs[args[a].get()] + 1) continue;
-    for (size_t r = 0; r < live.size(); ++r) {
-      if (donated_for_result[r] < 0 && live[r]->type().elem == args[a]->type().elem &&
-          live[r]->type().dims == args[a]->type().dims) {
-        donated_for_result[r] = static_cast<int>(a);
-        donated_args.push_back(static_cast<int>(a));
-        key += 'D' + std::to_string(a) + '>' + std::to_string(r) + ';';
-        break;
-      }
-    }
+    auto it = replacing.find(args[a].get());
+    if (dead[a] && it != replacing.end() && fits(a, it->second)) donate(a, it->second);
   }
+  for (size_t a = 0; a < args.size(); ++a)
+    for (size_t r = 0; r < live.size() && dead[a]; ++r)
+      if (fits(a, r)) donate(a, r);
+  std::sort(donated_args.begin(), donated_args.end());
   g_stats.graphs_executed++;
   g_stats.values_materialised += live.size();
   g_stats.values_dropped += position - live.size();

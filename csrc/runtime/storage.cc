@@ -94,13 +94,23 @@ BufferPtr read_view(StorageHandle& h, const ops::ViewSpec& v) {
                        });
 }
 
+namespace {
+// A pending value that becomes the storage's buffer remembers which concrete
+// buffer it replaces (through a chain of pending in-place updates).
+void set_buffer(StorageHandle& h, BufferPtr fresh) {
+  if (fresh->pending() && h.buffer && h.buffer != fresh)
+    fresh->set_replaces(h.buffer->pending() && h.buffer->replaces() ? h.buffer->replaces() : h.buffer.get());
+  h.buffer = std::move(fresh);
+}
+}  // namespace
+
 void write_view(StorageHandle& h, const ops::ViewSpec& v, const BufferPtr& value) {
   if (value->type().elem != v.elem || value->type().dims != v.sizes)
     throw std::runtime_error("torch_tpu internal error: write_view value type " + value->type().str() +
                              " does not match the view");
   if (value->device() != h.device) throw std::runtime_error("torch_tpu internal error: write across devices");
   if (covers_whole_storage(h, v)) {
-    h.buffer = value;
+    set_buffer(h, value);
     return;
   }
   ensure_buffer(h, v.elem);
@@ -112,12 +122,12 @@ void write_view(StorageHandle& h, const ops::ViewSpec& v, const BufferPtr& value
   TensorType out = v.elem == bt.elem
                        ? bt
                        : TensorType{v.elem, {static_cast<int64_t>(h.nbytes / shlo::byte_size(v.elem))}};
-  h.buffer = run_or_record(key, {h.buffer, value, offset_buffer(v.offset, h.device)}, out, h.device,
-                           [v, bt](shlo::Builder& b, const std::vector<Value>& in) {
-                             Value r = ops::scatter_view(b, in[0], in[1], v, &in[2]);
-                             if (r.type.elem == bt.elem) r = b.reshape(r, bt.dims);
-                             return std::vector<Value>{r};
-                           });
+  set_buffer(h, run_or_record(key, {h.buffer, value, offset_buffer(v.offset, h.device)}, out, h.device,
+                              [v, bt](shlo::Builder& b, const std::vector<Value>& in) {
+                                Value r = ops::scatter_view(b, in[0], in[1], v, &in[2]);
+                                if (r.type.elem == bt.elem) r = b.reshape(r, bt.dims);
+                                return std::vector<Value>{r};
+                              }));
 }
 
 BufferPtr resized_buffer(StorageHandle& h, size_t new_nbytes) {
