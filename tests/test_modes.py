@@ -259,6 +259,25 @@ def test_defer_backward_end_is_a_sync_point():
     torch.testing.assert_close(g.cpu(), 2 * wc)
 
 
+def test_defer_repeated_scalars_and_view_offsets_upload_once():
+    # Scalar arguments and view offsets become device constants shared by
+    # every later call with the same value: repeating a step uploads nothing.
+    x_cpu = torch.randn(16, 16)
+    x = x_cpu.to("tpu")
+
+    def step():
+        return x[4:8] * 0.37 + x[8:12].t()[:4, :4].sum() * 1.5
+
+    with eager_mode(EagerMode.DEFER_AND_FUSE):
+        torch.stack([step() for _ in range(10)]).cpu()
+        before = torch.tpu.compile_stats()["host_to_device"]
+        outs = torch.stack([step() for _ in range(10)]).cpu()
+        uploads = torch.tpu.compile_stats()["host_to_device"] - before
+    ref = x_cpu[4:8] * 0.37 + x_cpu[8:12].t()[:4, :4].sum() * 1.5
+    torch.testing.assert_close(outs, ref.expand(10, 4, 16))
+    assert uploads == 0
+
+
 def test_defer_donates_dead_inputs_only():
     w_cpu, g_cpu = torch.randn(64, 64), torch.randn(64, 64)
     w, g = w_cpu.to("tpu"), g_cpu.to("tpu")
