@@ -14,6 +14,8 @@
 // non-replayable, and it keeps the recording path.
 #include <torch/extension.h>
 
+#include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 #include "aten/common.h"
@@ -243,6 +245,54 @@ py::object replay(const std::shared_ptr<Program>& prog, const py::list& args) {
   return out;
 }
 
+// The argument layout a captured program is valid for, as bytes: per tensor
+// its sizes, strides, storage offset, dtype, device and which earlier
+// argument (if any) shares its storage; per Python scalar its type and value
+// (the recorded graph holds them as constants). None when the call cannot be
+// replayed: a tensor not on 'tpu' (its value is uploaded while recording) or
+// an argument of another kind.
+py::object replay_key(const py::list& args) {
+  std::string key;
+  key.reserve(args.size() * 48);
+  std::vector<const c10::StorageImpl*> storages;
+  auto put = [&key](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  for (const py::handle& a : args) {
+    if (THPVariable_Check(a.ptr())) {
+      const at::Tensor& t = THPVariable_Unpack(a.ptr());
+      if (!t.is_privateuseone()) return py::none();
+      key += 'T';
+      put(t.dim());
+      for (int64_t d : t.sizes()) put(d);
+      for (int64_t d : t.strides()) put(d);
+      put(t.storage_offset());
+      put(static_cast<int64_t>(t.scalar_type()) << 16 | t.device().index());
+      const c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+      auto it = std::find(storages.begin(), storages.end(), s);
+      put(it - storages.begin());
+      if (it == storages.end()) storages.push_back(s);
+    } else if (a.is_none()) {
+      key += 'N';
+    } else if (PyBool_Check(a.ptr())) {
+      key += a.ptr() == Py_True ? 'B' : 'b';
+    } else if (PyLong_Check(a.ptr())) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(a.ptr(), &overflow);
+      if (overflow) return py::none();
+      key += 'I';
+      put(v);
+    } else if (PyFloat_Check(a.ptr())) {
+      double v = PyFloat_AS_DOUBLE(a.ptr());
+      int64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      key += 'F';
+      put(bits);
+    } else {
+      return py::none();
+    }
+  }
+  return py::bytes(key);
+}
+
 }  // namespace
 
 void register_replay(py::module& m) {
@@ -252,6 +302,7 @@ void register_replay(py::module& m) {
   m.def("_capture_begin", &capture_begin);
   m.def("_capture_end", &capture_end);
   m.def("_replay", &replay);
+  m.def("_replay_key", &replay_key);
 }
 
 }  // namespace ttpu::aten

@@ -145,26 +145,12 @@ _DEBUG = 1  # EagerMode.DEBUG.value
 _MAX_PROGRAMS = 8  # replayable argument layouts kept per graph
 
 
-def _replay_key(args):
-    """The argument layout a captured program is valid for: tensor metadata
-    (including storage offsets and which arguments share a storage) and the
-    values of Python scalars, which the recorded graph holds as constants.
-    None when the call cannot be replayed (a CPU tensor argument: its value is
-    uploaded while recording)."""
-    key = []
-    storages = {}
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            if a.device.type != "tpu":
-                return None
-            sid = a.untyped_storage().data_ptr()
-            key.append((tuple(a.shape), a.stride(), a.storage_offset(), a.dtype, a.device.index,
-                        storages.setdefault(sid, len(storages))))
-        elif a is None or isinstance(a, (int, float, bool)):
-            key.append((type(a), a))
-        else:
-            return None
-    return tuple(key)
+# The argument layout a captured program is valid for (bytes: tensor sizes,
+# strides, storage offsets, dtypes, devices, which arguments share a storage,
+# and the values of Python scalars, which the recorded graph holds as
+# constants), or None when the call cannot be replayed (a CPU tensor argument:
+# its value is uploaded while recording). In C++: it runs on every call.
+_replay_key = _C._replay_key
 
 
 # ---------------------------------------------------------------------------
