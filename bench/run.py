@@ -154,8 +154,8 @@ def training_case(r: Recorder, name, make, steps_inner, inductor=False):
     alike. The reported ratio to CPU is the median of the per-round ratios."""
     rounds = 9 if r.quick else 21
     contenders = []
-    extra = [("compiled", "tpu")] + ([("inductor", "cpu")] if inductor else [])
-    for mode, dev in targets() + [(m, d) for m, d in extra if m in SELECTED]:
+    compiled = [("compiled", "tpu")] + ([("inductor", "cpu")] if inductor else [])
+    for mode, dev in targets() + [(m, d) for m, d in compiled if m in SELECTED]:
         with in_mode(mode):
             step = prepare_training(r, name, make, mode, dev)
         if step is not None:
@@ -183,9 +183,9 @@ def training_case(r: Recorder, name, make, steps_inner, inductor=False):
             q = len(ratios) // 4
             rec["ratio_iqr"] = [ratios[q], ratios[-1 - q]]
         r.records.append(rec)
-        extra = f"  x{rec['ratio_vs_cpu']:.2f} cpu (IQR {rec['ratio_iqr'][0]:.2f}-{rec['ratio_iqr'][1]:.2f})" \
+        ratio = f"  x{rec['ratio_vs_cpu']:.2f} cpu (IQR {rec['ratio_iqr'][0]:.2f}-{rec['ratio_iqr'][1]:.2f})" \
             if "ratio_vs_cpu" in rec else ""
-        print(f"  {name:<28} {mode:<9} {rec['median_ms']:10.4f} ms{extra}", flush=True)
+        print(f"  {name:<28} {mode:<9} {rec['median_ms']:10.4f} ms{ratio}", flush=True)
 
 
 def prepare_training(r, name, make, mode, dev):
