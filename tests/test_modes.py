@@ -294,3 +294,22 @@ def test_defer_donates_dead_inputs_only():
     torch.testing.assert_close(view.cpu(), expect[:8])
     torch.testing.assert_close(g.cpu(), g_cpu)  # still referenced: never donated
     assert d1 > d0  # w's old buffer was dead after the in-place update: its memory was reused
+
+
+def test_defer_donated_handles_retire_after_completion():
+    # A donated argument's handle is kept until its execution is seen complete
+    # (destroying it earlier blocks the host until the device finishes, which
+    # serialised recording the next step with running this one); synchronize
+    # retires every one of them, so none leak.
+    w_cpu, g_cpu = torch.randn(256, 256), torch.randn(256, 256)
+    w, g = w_cpu.to("tpu"), g_cpu.to("tpu")
+    with eager_mode(EagerMode.DEFER_AND_FUSE):
+        torch.tpu.synchronize()
+        assert torch.tpu.compile_stats()["donated_in_flight"] == 0
+        for _ in range(3):
+            w.add_(g, alpha=-0.1)
+            torch_tpu.sync()
+        assert torch.tpu.compile_stats()["donated_in_flight"] > 0
+        torch.tpu.synchronize()
+        assert torch.tpu.compile_stats()["donated_in_flight"] == 0
+    torch.testing.assert_close(w.cpu(), w_cpu - 0.3 * g_cpu, rtol=1e-5, atol=1e-5)

@@ -515,6 +515,7 @@ PYBIND11_MODULE(_C, m) {
     d["device_to_host"] = s.device_to_host.load();
     d["cached_executables"] = runtime::cache_size();
     d["disk_loads"] = s.disk_loads.load();
+    d["donated_in_flight"] = runtime::client_created() ? runtime::client().donated_in_flight() : 0;
     return d;
   });
   m.def("compile_cache_stats", [] {

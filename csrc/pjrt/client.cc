@@ -365,8 +365,18 @@ std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<
   PJRT_Event* done[1] = {nullptr};
   a.device_complete_events = done;
   check(api_->PJRT_LoadedExecutable_Execute(&a), "LoadedExecutable_Execute");
-  for (int d : donated_args) args[d]->discard();  // its memory now belongs to a result
-  if (done[0]) track(device, done[0]);
+  // A donated argument's memory now belongs to a result: its handle is dead,
+  // and is destroyed when this execution is complete (see InFlight).
+  InFlight entry{done[0], {}};
+  for (int d : donated_args) {
+    entry.donated.push_back(raw[d]);
+    args[d]->release();
+  }
+  if (entry.done) {
+    track(device, std::move(entry));
+  } else {
+    retire(entry);
+  }
   std::vector<BufferPtr> result;
   result.reserve(outs.size());
   for (size_t i = 0; i < outs.size(); ++i)
@@ -390,48 +400,61 @@ bool event_ready(const PJRT_Api* api, PJRT_Event* ev) {
 }
 }  // namespace
 
-void Client::track(int device, PJRT_Event* done) {
-  std::vector<PJRT_Event*> wait;
+void Client::retire(InFlight& entry) {
+  for (PJRT_Buffer* b : entry.donated) {
+    auto a = zeroed<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
+    a.buffer = b;
+    destroy_error(api_, api_->PJRT_Buffer_Destroy(&a));
+  }
+  entry.donated.clear();
+  destroy_event(api_, entry.done);
+  entry.done = nullptr;
+}
+
+void Client::track(int device, InFlight entry) {
+  std::vector<InFlight> wait;
+  std::vector<InFlight> ready;
   {
     std::lock_guard<std::mutex> lock(events_mutex_);
     auto& q = pending_[device];
-    q.push_back(done);
+    q.push_back(std::move(entry));
     if (q.size() >= kCheckReadyAfter) {
-      while (!q.empty() && event_ready(api_, q.front())) {
-        destroy_event(api_, q.front());
+      while (!q.empty() && event_ready(api_, q.front().done)) {
+        ready.push_back(std::move(q.front()));
         q.pop_front();
       }
     }
     while (q.size() > kMaxInFlight) {
-      wait.push_back(q.front());
+      wait.push_back(std::move(q.front()));
       q.pop_front();
     }
   }
-  for (auto* ev : wait) {
-    auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
-    w.event = ev;
-    PJRT_Error* e = api_->PJRT_Event_Await(&w);
-    destroy_event(api_, ev);
+  for (auto& r : ready) retire(r);
+  for (auto& w : wait) {
+    auto aw = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
+    aw.event = w.done;
+    PJRT_Error* e = api_->PJRT_Event_Await(&aw);
+    retire(w);
     check(e, "waiting for earlier work");
   }
 }
 
 void Client::synchronize(int device) {
-  std::vector<PJRT_Event*> wait;
+  std::vector<InFlight> wait;
   {
     std::lock_guard<std::mutex> lock(events_mutex_);
     for (size_t d = 0; d < pending_.size(); ++d) {
       if (device >= 0 && static_cast<int>(d) != device) continue;
-      wait.insert(wait.end(), pending_[d].begin(), pending_[d].end());
+      for (auto& p : pending_[d]) wait.push_back(std::move(p));
       pending_[d].clear();
     }
   }
   std::string first_error;
-  for (auto* ev : wait) {
+  for (auto& entry : wait) {
     auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
-    w.event = ev;
+    w.event = entry.done;
     PJRT_Error* e = api_->PJRT_Event_Await(&w);
-    destroy_event(api_, ev);
+    retire(entry);
     if (e && first_error.empty()) {
       try {
         check(e, "device execution");
@@ -443,6 +466,14 @@ void Client::synchronize(int device) {
     }
   }
   if (!first_error.empty()) throw Error(first_error, 0);
+}
+
+size_t Client::donated_in_flight() {
+  std::lock_guard<std::mutex> lock(events_mutex_);
+  size_t n = 0;
+  for (const auto& q : pending_)
+    for (const auto& e : q) n += e.donated.size();
+  return n;
 }
 
 int64_t Client::device_bytes_in_use(int device) const {

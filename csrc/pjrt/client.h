@@ -85,7 +85,7 @@ class Buffer {
   void set_replaces(const Buffer* old) { replaces_ = old; }
   // Ownership moved to the device by donation: do not destroy.
   void release() { raw_ = nullptr; }  // the handle moved elsewhere
-  void discard();                     // destroys the handle now (after donation)
+  void discard();                     // destroys the handle now
 
  private:
   abi::PJRT_Buffer* raw_;
@@ -154,6 +154,10 @@ class Client {
   // Waits until every execution issued so far on `device` (-1: all) is complete.
   void synchronize(int device);
 
+  // Handles of donated arguments whose executions have not been retired yet
+  // (retired when seen complete, at the latest by synchronize()).
+  size_t donated_in_flight();
+
   // Device memory in use as the plugin reports it, or -1 when unsupported.
   int64_t device_bytes_in_use(int device) const;
 
@@ -171,9 +175,20 @@ class Client {
   // Completion events of recent executions, oldest first, per device. Ready
   // ones are dropped as new work is issued; a long queue makes the host wait
   // (bounds how far it runs ahead of the device).
-  void track(int device, abi::PJRT_Event* done);
+  //
+  // Each entry also holds the handles that execution's donated arguments had.
+  // They are destroyed once it is complete, not when it is issued: the plugin
+  // keeps a donation hold on them until the execution finishes, and
+  // destroying a held handle blocks the host until then, which would stop it
+  // recording the next step while the device runs this one.
+  struct InFlight {
+    abi::PJRT_Event* done;
+    std::vector<abi::PJRT_Buffer*> donated;
+  };
+  void track(int device, InFlight entry);
+  void retire(InFlight& entry);  // destroys the entry's event and donated handles
   std::mutex events_mutex_;
-  std::vector<std::deque<abi::PJRT_Event*>> pending_;
+  std::vector<std::deque<InFlight>> pending_;
 };
 
 }  // namespace ttpu::pjrt
