@@ -514,7 +514,8 @@ def test_replay_keyed_by_storage_offset():
 
 def test_replay_never_consumes_a_shared_buffer():
     """An input updated in place donates its old buffer; when another tensor
-    still holds that buffer the call takes the recording path instead."""
+    still holds that buffer the replay passes it undonated (the plugin copies
+    it) and the other tensor keeps its value."""
     def fn(x):
         x.add_(1)
         return x.sum()
@@ -526,7 +527,10 @@ def test_replay_never_consumes_a_shared_buffer():
         f(x)
         y = torch.empty(3, 3, device=device)
         y.copy_(x)        # may share x's buffer
+        before = tpu_compile.stats()
         s = f(x)
+        if device != "cpu":
+            assert delta(before, "graph_replays") == 1
         return s, x, y
     check_scenario(scenario)
 

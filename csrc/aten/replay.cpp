@@ -193,12 +193,15 @@ py::object replay(const std::shared_ptr<Program>& prog, const py::list& args) {
     if (!b || b->pending() || !(b->type() == in.type)) return py::none();
     inputs.push_back(std::move(b));
   }
-  // A consumed buffer must be referenced only by its storage and this list.
+  // A buffer is consumed only when its storage and this list are its sole
+  // owners. One that is shared (a clone sharing it, a strict op still holding
+  // it) is passed without donation and the plugin copies it.
+  std::vector<int> donate_now;
   for (size_t p = 0; p < inputs.size(); ++p) {
     if (!prog->donated[p]) continue;
     long uses = 0;
     for (const auto& b : inputs) uses += b.get() == inputs[p].get();
-    if (uses != 1 || inputs[p].use_count() != 2) return py::none();
+    if (uses == 1 && inputs[p].use_count() == 2) donate_now.push_back(static_cast<int>(p));
   }
   std::vector<pjrt::Buffer*> raw;
   for (const auto& b : inputs) raw.push_back(b.get());
@@ -206,7 +209,7 @@ py::object replay(const std::shared_ptr<Program>& prog, const py::list& args) {
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(prog->device)));
   std::vector<BufferPtr> produced;
   try {
-    produced = runtime::execute(*prog->compiled, raw, prog->device);
+    produced = runtime::execute(*prog->compiled, raw, prog->device, donate_now);
   } catch (const std::exception& e) {
     rethrow_as_torch_error(std::string("compiled graph: ") + e.what());
   }

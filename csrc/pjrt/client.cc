@@ -342,18 +342,18 @@ std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<
   PJRT_Buffer* const* arg_list[1] = {raw.data()};
   PJRT_Buffer** out_list[1] = {outs.data()};
   auto opts = zeroed<PJRT_ExecuteOptions>(PJRT_ExecuteOptions_STRUCT_SIZE);
-  // Only arguments the module marks (tf.aliasing_output) can be donated; when
-  // some are, every other argument is explicitly protected.
+  // Only arguments the module marks (tf.aliasing_output) can be donated, and
+  // only those in `donated_args` are: every other argument is explicitly
+  // protected (a marked one left out is copied by the plugin).
   std::vector<int64_t> keep;
-  if (!donated_args.empty()) {
-    for (size_t i = 0; i < args.size(); ++i) {
-      bool donated = false;
-      for (int d : donated_args) donated = donated || d == static_cast<int>(i);
-      if (!donated) keep.push_back(static_cast<int64_t>(i));
-    }
-    opts.non_donatable_input_indices = keep.data();
-    opts.num_non_donatable_input_indices = keep.size();
+  keep.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    bool donated = false;
+    for (int d : donated_args) donated = donated || d == static_cast<int>(i);
+    if (!donated) keep.push_back(static_cast<int64_t>(i));
   }
+  opts.non_donatable_input_indices = keep.data();
+  opts.num_non_donatable_input_indices = keep.size();
   auto a = zeroed<PJRT_LoadedExecutable_Execute_Args>(PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE);
   a.executable = exe.raw();
   a.options = &opts;

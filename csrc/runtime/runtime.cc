@@ -176,6 +176,12 @@ std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buf
   return client().execute(*op.exe, args, device, op.donated_args);
 }
 
+std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device,
+                               const std::vector<int>& donated) {
+  stats().executions++;
+  return client().execute(*op.exe, args, device, donated);
+}
+
 BufferPtr upload(const void* data, const TensorType& type, int device) {
   stats().host_to_device++;
   return client().from_host(data, type, device);

@@ -66,6 +66,10 @@ void clear_cache();
 
 // Runs a compiled op on `device` (asynchronously where the plugin allows).
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device);
+// The same, donating only `donated` (a subset of op.donated_args): the plugin
+// copies an aliased argument that is not donated.
+std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device,
+                               const std::vector<int>& donated);
 
 BufferPtr upload(const void* data, const TensorType& type, int device);
 // A 0-d value (at most 8 bytes) on the device, shared by every caller that

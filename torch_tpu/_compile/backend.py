@@ -10,10 +10,14 @@ How it works
    and traces it to ATen: a forward and a backward graph when gradients are
    needed (split by the partitioner, see below), else one inference graph.
    Input mutations (optimizer state, BatchNorm running stats, in-place ops on
-   views of inputs) leave the graph as extra outputs; AOTAutograd's runtime
-   wrappers write them back into the inputs with `copy_` after our graph has
-   run (keep_inference_input_mutations stays False so that those copies are
-   not in the middle of the fused graph).
+   views of inputs): in an inference graph (no gradients, e.g. a compiled
+   optimizer.step) they stay in the graph as trailing `copy_` nodes
+   (keep_inference_input_mutations=True), which DeferAndFuse records as the
+   input storage taking a graph result, so the old buffer is donated and the
+   update happens in place. That saves one eager copy per mutated tensor after
+   the graph (24 for AdamW on 6 parameters; about 10% of the compiled MLP
+   step). In forward/backward graphs AOTAutograd's runtime wrappers write
+   them back with `copy_` after our graph has run.
 3. Each ATen graph becomes a `_FusedGraph`: it runs the graph's own generated
    `forward` (ATen ops through the dispatcher, i.e. exactly the eager 'tpu'
    kernels and lowerings, no second implementation of any op) with the eager
@@ -318,7 +322,7 @@ def _aot_compile(gm, example_inputs, partitioner: str):
         bw_compiler=_bw_compiler,
         inference_compiler=_inference_compiler,
         partition_fn=_partitioner(partitioner),
-        keep_inference_input_mutations=False,
+        keep_inference_input_mutations=True,
     )(gm, example_inputs)
 
 
