@@ -334,7 +334,7 @@ std::string Client::plugin_attributes() const {
 }
 
 std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<Buffer*>& args, int device,
-                                       const std::vector<int>& donated_args) {
+                                       const std::vector<int>& donated_args, bool aliasing) {
   std::vector<PJRT_Buffer*> raw(args.size());
   for (size_t i = 0; i < args.size(); ++i) raw[i] = args[i]->raw();
   const auto& out_types = exe.outputs();
@@ -346,14 +346,16 @@ std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<
   // only those in `donated_args` are: every other argument is explicitly
   // protected (a marked one left out is copied by the plugin).
   std::vector<int64_t> keep;
-  keep.reserve(args.size());
-  for (size_t i = 0; i < args.size(); ++i) {
-    bool donated = false;
-    for (int d : donated_args) donated = donated || d == static_cast<int>(i);
-    if (!donated) keep.push_back(static_cast<int64_t>(i));
+  if (aliasing || !donated_args.empty()) {
+    keep.reserve(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      bool donated = false;
+      for (int d : donated_args) donated = donated || d == static_cast<int>(i);
+      if (!donated) keep.push_back(static_cast<int64_t>(i));
+    }
+    opts.non_donatable_input_indices = keep.data();
+    opts.num_non_donatable_input_indices = keep.size();
   }
-  opts.non_donatable_input_indices = keep.data();
-  opts.num_non_donatable_input_indices = keep.size();
   auto a = zeroed<PJRT_LoadedExecutable_Execute_Args>(PJRT_LoadedExecutable_Execute_Args_STRUCT_SIZE);
   a.executable = exe.raw();
   a.options = &opts;

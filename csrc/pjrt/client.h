@@ -134,8 +134,11 @@ class Client {
 
   // Compiles StableHLO text into a portable executable (runs on any device).
   ExecutablePtr compile(const std::string& stablehlo, std::vector<shlo::TensorType> outputs);
+  // Donates the arguments in `donated_args`. When the module marks arguments
+  // as aliasable (`aliasing`), every other argument is explicitly protected:
+  // a marked one left out of `donated_args` is copied by the plugin.
   std::vector<BufferPtr> execute(const Executable& exe, const std::vector<Buffer*>& args, int device,
-                                 const std::vector<int>& donated_args = {});
+                                 const std::vector<int>& donated_args = {}, bool aliasing = false);
 
   // ---- Serialised executables (the persistent compile cache) ----
   // Whether the plugin's API table has the slots serialisation needs (the

@@ -179,7 +179,7 @@ std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buf
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device,
                                const std::vector<int>& donated) {
   stats().executions++;
-  return client().execute(*op.exe, args, device, donated);
+  return client().execute(*op.exe, args, device, donated, /*aliasing=*/!op.donated_args.empty());
 }
 
 BufferPtr upload(const void* data, const TensorType& type, int device) {
