@@ -65,16 +65,25 @@ void destroy_error(const PJRT_Api* api, PJRT_Error* e) {
   api->PJRT_Error_Destroy(&d);
 }
 
+void destroy_buffer(const PJRT_Api* api, PJRT_Buffer* buffer) {
+  auto a = zeroed<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
+  a.buffer = buffer;
+  destroy_error(api, api->PJRT_Buffer_Destroy(&a));
+}
+
+// Blocks until `event` is ready; returns its error (owned by the caller), if any.
+PJRT_Error* await_event(const PJRT_Api* api, PJRT_Event* event) {
+  auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
+  w.event = event;
+  return api->PJRT_Event_Await(&w);
+}
+
 }  // namespace
 
 void disable_after_fork() { g_api = nullptr; }
 
 void Buffer::discard() {
-  if (raw_ && g_api) {
-    auto a = zeroed<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
-    a.buffer = raw_;
-    destroy_error(g_api, g_api->PJRT_Buffer_Destroy(&a));
-  }
+  if (raw_ && g_api) destroy_buffer(g_api, raw_);
   raw_ = nullptr;
 }
 
@@ -212,9 +221,7 @@ void Client::to_host(const Buffer& buffer, void* dst) {
   a.dst_size = buffer.nbytes();
   check(api_->PJRT_Buffer_ToHostBuffer(&a), "Buffer_ToHostBuffer");
   if (a.event) {
-    auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
-    w.event = a.event;
-    PJRT_Error* e = api_->PJRT_Event_Await(&w);
+    PJRT_Error* e = await_event(api_, a.event);
     destroy_event(api_, a.event);
     check(e, "device-to-host copy");
   }
@@ -224,9 +231,7 @@ void Client::await_ready(const Buffer& buffer) {
   auto r = zeroed<PJRT_Buffer_ReadyEvent_Args>(PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE);
   r.buffer = buffer.raw();
   check(api_->PJRT_Buffer_ReadyEvent(&r), "Buffer_ReadyEvent");
-  auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
-  w.event = r.event;
-  PJRT_Error* e = api_->PJRT_Event_Await(&w);
+  PJRT_Error* e = await_event(api_, r.event);
   destroy_event(api_, r.event);
   check(e, "waiting for the device");
 }
@@ -403,11 +408,7 @@ bool event_ready(const PJRT_Api* api, PJRT_Event* ev) {
 }  // namespace
 
 void Client::retire(InFlight& entry) {
-  for (PJRT_Buffer* b : entry.donated) {
-    auto a = zeroed<PJRT_Buffer_Destroy_Args>(PJRT_Buffer_Destroy_Args_STRUCT_SIZE);
-    a.buffer = b;
-    destroy_error(api_, api_->PJRT_Buffer_Destroy(&a));
-  }
+  for (PJRT_Buffer* b : entry.donated) destroy_buffer(api_, b);
   entry.donated.clear();
   destroy_event(api_, entry.done);
   entry.done = nullptr;
@@ -433,9 +434,7 @@ void Client::track(int device, InFlight entry) {
   }
   for (auto& r : ready) retire(r);
   for (auto& w : wait) {
-    auto aw = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
-    aw.event = w.done;
-    PJRT_Error* e = api_->PJRT_Event_Await(&aw);
+    PJRT_Error* e = await_event(api_, w.done);
     retire(w);
     check(e, "waiting for earlier work");
   }
@@ -453,9 +452,7 @@ void Client::synchronize(int device) {
   }
   std::string first_error;
   for (auto& entry : wait) {
-    auto w = zeroed<PJRT_Event_Await_Args>(PJRT_Event_Await_Args_STRUCT_SIZE);
-    w.event = entry.done;
-    PJRT_Error* e = api_->PJRT_Event_Await(&w);
+    PJRT_Error* e = await_event(api_, entry.done);
     retire(entry);
     if (e && first_error.empty()) {
       try {

@@ -172,8 +172,7 @@ void clear_cache() {
 }
 
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device) {
-  stats().executions++;
-  return client().execute(*op.exe, args, device, op.donated_args);
+  return execute(op, args, device, op.donated_args);
 }
 
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device,
