@@ -33,6 +33,10 @@ def _register() -> None:
 
     path, platform, cpu_devices = _plugin.resolve()
     _C._set_plugin(path, platform, cpu_devices)
+    # model.to('tpu') keeps Parameter identity (tied weights stay tied): see
+    # csrc/aten/shallow_copy.cpp. "0" switches it off for a torch with the fix.
+    import os
+    _C._set_shallow_copy_fix(os.environ.get("TORCH_TPU_SHALLOW_COPY_FIX", "1") != "0")
     if torch._C._get_privateuse1_backend_name() != "tpu":
         torch.utils.rename_privateuse1_backend("tpu")
     torch._register_device_module("tpu", device_module)

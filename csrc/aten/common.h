@@ -55,6 +55,11 @@ const at::Generator& default_generator(int device);
 // Rethrows runtime failures as the right PyTorch exception, naming `what`.
 [[noreturn]] void rethrow_as_torch_error(const std::string& what);
 
+// Whether 'tpu' and CPU tensors count as compatible shallow-copy types
+// (Module._apply keeps Parameters, `cpu_t.data = tpu_t` works); see shallow_copy.cpp.
+void set_shallow_copy_fix(bool on);
+bool shallow_copy_fix();
+
 // Calls of ops that ran through the explicit host path (linalg decompositions, FFT), by overload.
 std::map<std::string, int64_t> host_op_counts();
 

@@ -449,6 +449,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_plugin", [](const std::string& path, const std::string& platform, int cpu_devices) {
     runtime::set_plugin_config(pjrt::PluginConfig{path, platform, cpu_devices});
   });
+  m.def("_set_shallow_copy_fix", [](bool on) { aten::set_shallow_copy_fix(on); });
+  m.def("_shallow_copy_fix", [] { return aten::shallow_copy_fix(); });
   m.def("_plugin_path", [] { return runtime::plugin_config().path; });
   m.def("_platform", [] { return runtime::plugin_config().platform; });
   m.def("_is_initialized", [] { return runtime::client_created(); });
