@@ -16,6 +16,7 @@
 #include <random>
 
 #include "aten/common.h"
+#include "runtime/checks.h"
 #include "runtime/deferred.h"
 
 namespace ttpu::aten {
@@ -83,6 +84,10 @@ void rethrow_as_torch_error(const std::string& what) {
     throw;
   } catch (const c10::Error&) {
     throw;
+  } catch (const runtime::DeviceAssertError& e) {
+    // The exception CPU raises for the same input (IndexError or RuntimeError).
+    if (e.index_error) TORCH_CHECK_INDEX(false, e.what());
+    TORCH_CHECK(false, e.what());
   } catch (const pjrt::OutOfMemory& e) {
     TORCH_CHECK_WITH(OutOfMemoryError, false, "torch_tpu: out of device memory in ", what, ": ", e.what());
   } catch (const pjrt::Error& e) {
@@ -251,9 +256,14 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
 // synchronize(): the client tracks completion events of every execution.
 
 void synchronize_device(int device) {
-  runtime::flush("synchronize");
-  if (!runtime::client_created()) return;
-  runtime::client().synchronize(device);
+  try {
+    runtime::flush("synchronize");
+    if (!runtime::client_created()) return;
+    runtime::client().synchronize(device);
+    runtime::raise_pending_checks();
+  } catch (...) {
+    rethrow_as_torch_error("synchronize");
+  }
 }
 
 // ---------------------------------------------------------------------------

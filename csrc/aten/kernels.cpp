@@ -21,6 +21,7 @@
 #include <unordered_set>
 
 #include "aten/common.h"
+#include "runtime/checks.h"
 #include "runtime/deferred.h"
 
 namespace ttpu::aten {
@@ -626,6 +627,7 @@ class TableKernel final : public c10::OperatorKernel {
     raw.reserve(inputs.size());
     for (auto& b : inputs) raw.push_back(b.get());
     std::vector<BufferPtr> outputs = runtime::execute(*compiled, raw, dev);
+    take_checks(op, outputs, compiled->checks);
     if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, compiled->output_present);
 
     torch::jit::drop(*stack, n);
@@ -649,8 +651,9 @@ class TableKernel final : public c10::OperatorKernel {
       // tensors, so the recorded graph holds no user tensor alive.
       runtime::BuiltModule m = build(op, args, inputs, precision, skip_self);
       auto r = std::make_shared<Recorded>();
-      r->outs = m.outputs;
-      r->present = m.output_present;
+      r->outs.assign(m.outputs.begin(), m.outputs.end() - m.checks.size());
+      r->present.assign(m.output_present.begin(), m.output_present.end() - m.checks.size());
+      r->checks = m.checks;
       for (const c10::IValue& v : args) r->args.push_back(metaize(v));
       rec = r;
       std::lock_guard<std::mutex> lock(shapes_mutex_);
@@ -661,10 +664,27 @@ class TableKernel final : public c10::OperatorKernel {
                                                                  const std::vector<shlo::Value>& ins) {
       return emit(b, ins, handle, rec->args, precision, skip_self, &rec->outs, &rec->present).results;
     };
+    std::vector<TensorType> types = rec->outs;
+    types.resize(types.size() + rec->checks.size(), TensorType{ElemType::S64, {}});
     std::vector<BufferPtr> outputs = runtime::record(dev, lowering_->name + std::string("|") + key, inputs,
-                                                     rec->outs, std::move(fn));
+                                                     types, std::move(fn));
+    take_checks(op, outputs, rec->checks);
     torch::jit::drop(*stack, plan_.args.size());
     deliver(args, outputs, rec->present, stack);
+  }
+
+  // The trailing results that are device-side check flags go to the
+  // runtime, which reads them at the next sync point (at once in Debug mode).
+  static void take_checks(const c10::OperatorHandle& op, std::vector<BufferPtr>& outputs,
+                          const std::vector<ops::CheckSpec>& checks) {
+    if (checks.empty()) return;
+    const size_t first = outputs.size() - checks.size();
+    std::string name = op.schema().operator_name().name;
+    const std::string& overload = op.schema().operator_name().overload_name;
+    if (!overload.empty()) name += "." + overload;
+    std::vector<BufferPtr> flags(outputs.begin() + first, outputs.end());
+    outputs.resize(first);
+    for (size_t k = 0; k < checks.size(); ++k) runtime::add_check(flags[k], checks[k], name);
   }
 
   // Debug mode: wait for this op, so a runtime failure is reported here, and
@@ -689,13 +709,14 @@ class TableKernel final : public c10::OperatorKernel {
     std::vector<shlo::Value> ins;
     for (const auto& in : inputs) ins.push_back(b.arg(in->type()));
     Emitted e = emit(b, ins, op, args, precision, skip_self, nullptr, nullptr);
-    return runtime::BuiltModule{b.module(e.results), e.outs, {}, e.present};
+    return runtime::BuiltModule{b.module(e.results), e.outs, {}, e.present, e.checks};
   }
 
   struct Emitted {
-    std::vector<shlo::Value> results;
+    std::vector<shlo::Value> results;  // declared results, write-backs, then check flags
     std::vector<TensorType> outs;
     std::vector<bool> present;
+    std::vector<ops::CheckSpec> checks;
   };
 
   // Runs the lowering on `in_values` (one per runtime input, in order). Output
@@ -811,7 +832,14 @@ class TableKernel final : public c10::OperatorKernel {
         results[k] = b.reshape(results[k], outs[k].dims);
       }
     }
-    return Emitted{results, outs, present};
+    std::vector<ops::CheckSpec> specs;
+    for (const ops::Check& ch : ctx.checks) {
+      results.push_back(ch.bad);
+      outs.push_back(ch.bad.type);
+      present.push_back(true);
+      specs.push_back(ch.spec);
+    }
+    return Emitted{results, outs, present, specs};
   }
 
   void deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,
@@ -863,8 +891,9 @@ class TableKernel final : public c10::OperatorKernel {
   std::once_flag planned_;
   OpPlan plan_;
   struct Recorded {
-    std::vector<TensorType> outs;
+    std::vector<TensorType> outs;  // without the check flags
     std::vector<bool> present;
+    std::vector<ops::CheckSpec> checks;
     std::vector<c10::IValue> args;  // attributes; tensors replaced by meta tensors
   };
   static c10::IValue metaize(const c10::IValue& v) {

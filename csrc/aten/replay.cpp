@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "aten/common.h"
+#include "runtime/checks.h"
 #include "runtime/deferred.h"
 
 namespace py = pybind11;
@@ -48,6 +49,12 @@ struct Program {
   std::vector<Output> outputs;
   std::vector<std::pair<size_t, int>> groups;  // new storages: (nbytes, result)
   std::vector<bool> donated;                   // per input
+  struct CheckOut {
+    int result;
+    ops::CheckSpec spec;
+    std::string op;
+  };
+  std::vector<CheckOut> checks;  // results that are device-side check flags
 };
 
 struct CaptureState {
@@ -169,8 +176,13 @@ py::tuple capture_end(const py::list& args, const py::list& outputs) {
     }
     prog->outputs.push_back(out);
   }
-  for (size_t r = 0; r < result_used.size(); ++r)
-    if (!result_used[r]) return refuse("a graph result is held outside the call (RNG state or a global)");
+  for (size_t r = 0; r < result_used.size(); ++r) {
+    if (result_used[r]) continue;
+    Program::CheckOut check{static_cast<int>(r), {}, {}};
+    if (!runtime::find_pending_check(graph->results[r].get(), &check.spec, &check.op))
+      return refuse("a graph result is held outside the call (RNG state or a global)");
+    prog->checks.push_back(std::move(check));
+  }
   return py::make_tuple(py::cast(prog), "");
 }
 
@@ -214,6 +226,11 @@ py::object replay(const std::shared_ptr<Program>& prog, const py::list& args) {
     rethrow_as_torch_error(std::string("compiled graph: ") + e.what());
   }
   inputs.clear();
+  try {
+    for (const auto& check : prog->checks) runtime::add_check(produced[check.result], check.spec, check.op);
+  } catch (...) {
+    rethrow_as_torch_error("compiled graph");
+  }
   for (auto [arg, r] : prog->mutations) {
     handle_of(ts[arg]).buffer = produced[r];
     ts[arg].unsafeGetTensorImpl()->bump_version();

@@ -1,6 +1,7 @@
 // Shared pieces of the lowering layer: argument accessors, type helpers,
 // strided-view gather/scatter, and the assembled table.
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <stdexcept>
 
@@ -35,6 +36,40 @@ double LowerCtx::d(size_t k) const { return arg_at(args, k).d; }
 bool LowerCtx::flag(size_t k) const { return arg_at(args, k).b; }
 const std::vector<int64_t>& LowerCtx::ints(size_t k) const { return arg_at(args, k).ints; }
 const std::string& LowerCtx::str(size_t k) const { return arg_at(args, k).s; }
+
+// TORCH_TPU_DEVICE_CHECKS=0 leaves the device-side checks out of every
+// executable (to measure their cost, or for a user who trusts the indices).
+bool device_checks_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_TPU_DEVICE_CHECKS");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
+void LowerCtx::check(const Value& ok, const Value& values, CheckSpec spec) {
+  if (!device_checks_enabled()) return;
+  Value v = b.convert(values, ElemType::S64);
+  Value passed = b.constant_int(kCheckPassed, ElemType::S64, v.type.dims);
+  Value bad = b.select(ok, passed, v);
+  if (v.type.rank() > 0)
+    bad = b.reduce(bad, b.constant_int(kCheckPassed, ElemType::S64), wrap_dims({}, v.type.rank()), shlo::Reducer::Max);
+  checks.push_back({bad, std::move(spec)});
+}
+
+void LowerCtx::check_range(const Value& values, int64_t lo, int64_t hi, CheckSpec spec) {
+  Value v = b.convert(values, ElemType::S64);
+  Value ok = b.binary("and", b.compare(shlo::Compare::GE, v, b.constant_int(lo, ElemType::S64, v.type.dims)),
+                      b.compare(shlo::Compare::LT, v, b.constant_int(hi, ElemType::S64, v.type.dims)));
+  check(ok, v, std::move(spec));
+}
+
+void LowerCtx::check_index(const Value& index, int64_t dim, int64_t size, bool index_error, bool allow_negative,
+                           const std::string& prefix) {
+  check_range(index, allow_negative ? -size : 0, size,
+              {index_error, prefix + "index {} is out of bounds for dimension " + std::to_string(dim) +
+                                " with size " + std::to_string(size)});
+}
 
 Value to_type(Builder& b, const Value& v, ElemType t) { return b.convert(v, t); }
 

@@ -48,6 +48,7 @@ std::vector<Value> gather(LowerCtx& c) {
   if (c.out().numel() == 0 || self.type.numel() == 0) return {b.constant(0, c.out().elem, c.out().dims)};
   if (rank == 0) return {b.reshape(self, c.out().dims)};
   int64_t dim = wrap_dim(c.i(1), rank);
+  c.check_index(c.t(2), dim, self.type.dims[dim], /*index_error=*/false, /*allow_negative=*/false);
   Value index = wrap_negative(b, c.t(2), self.type.dims[dim]);
   Value coords = coordinates(b, index, dim, rank);
   std::vector<int64_t> ones(rank, 1);
@@ -69,6 +70,7 @@ std::vector<Value> scatter_impl(LowerCtx& c, bool add, bool value_is_scalar) {
     return {add ? b.add(self, upd) : upd};
   }
   int64_t dim = wrap_dim(c.i(1), rank);
+  c.check_index(index_in, dim, self.type.dims[dim], /*index_error=*/false, /*allow_negative=*/false);
   Value index = wrap_negative(b, index_in, self.type.dims[dim]);
   Value coords = coordinates(b, index, dim, rank);
   Value updates;
@@ -95,6 +97,7 @@ std::vector<Value> index_fill(LowerCtx& c) {
   Value value = broadcast_convert(b, c.t(3), self.type);
   int64_t dim = wrap_dim(c.i(1), rank);
   int64_t size = self.type.dims[dim];
+  c.check_index(c.t(2), dim, size, /*index_error=*/true, /*allow_negative=*/true);
   Value index = wrap_negative(b, b.convert(b.reshape(c.t(2), {c.t(2).type.numel()}), ElemType::S64), size);
   int64_t n = index.type.dims[0];
   TensorType grid{ElemType::S64, {n, size}};
@@ -111,6 +114,8 @@ std::vector<Value> index_select(LowerCtx& c) {
   int64_t rank = self.type.rank();
   if (rank == 0) return {b.reshape(self, c.out().dims)};
   int64_t dim = wrap_dim(c.i(1), rank);
+  c.check_range(c.t(2), 0, self.type.dims[dim],
+                {true, "index out of range in self (index {}, size " + std::to_string(self.type.dims[dim]) + ")"});
   Value index = wrap_negative(b, b.reshape(c.t(2), {c.t(2).type.numel()}), self.type.dims[dim]);
   int64_t n = index.type.dims[0];
   Value idx = b.reshape(index, {n, 1});
@@ -202,6 +207,9 @@ AdvancedIndex advanced_index(LowerCtx& c, const Value& x, size_t list_arg) {
   with_one.push_back(1);
   std::vector<Value> parts;
   for (size_t k = 0; k < idx.size(); ++k) {
+    // CPU names the k-th indexed dim "dimension k".
+    c.check_index(idx[k], static_cast<int64_t>(k), x.type.dims[ai.indexed[k]], /*index_error=*/true,
+                  /*allow_negative=*/true);
     Value w = wrap_negative(b, idx[k], x.type.dims[ai.indexed[k]]);
     parts.push_back(b.reshape(b.broadcast_to(w, ai.batch), with_one));
   }
@@ -331,6 +339,7 @@ ScatterArgs scatter_args(LowerCtx& c) {
   if (a.zero_d) a.self = b.reshape(a.self, {1});
   a.rank = a.self.type.rank();
   a.dim = a.zero_d ? 0 : wrap_dim(c.i(1), a.rank);
+  c.check_index(index_in, a.dim, a.self.type.dims[a.dim], /*index_error=*/false, /*allow_negative=*/false);
   a.index = wrap_negative(b, a.zero_d ? b.reshape(index_in, {1}) : index_in, a.self.type.dims[a.dim]);
   return a;
 }
@@ -369,6 +378,15 @@ std::vector<Value> index_scatter(LowerCtx& c, const std::string& reduce, bool in
   sdims[dim] = idx1.type.dims[0];
   src = b.reshape(src, sdims);
   if (has_alpha && c.has(4)) src = b.mul(src, c.scalar_like(4, src));
+  // CPU's errors differ per op: index_add RuntimeError, index_copy_ and index_reduce IndexError.
+  const int64_t size = self.type.dims[dim];
+  if (reduce == "sum") {
+    c.check_index(idx1, dim, size, /*index_error=*/false, /*allow_negative=*/false);
+  } else if (reduce == "copy") {
+    c.check_index(idx1, dim, size, /*index_error=*/true, /*allow_negative=*/false, "index_copy_(): ");
+  } else {
+    c.check_range(idx1, 0, size, {true, "index out of range in self (index {}, size " + std::to_string(size) + ")"});
+  }
   Value index = b.broadcast_in_dim(wrap_negative(b, idx1, self.type.dims[dim]), sdims, {dim});
   Value r;
   if (reduce == "copy") {
@@ -383,6 +401,10 @@ std::vector<Value> index_scatter(LowerCtx& c, const std::string& reduce, bool in
 }
 
 // put(self, index, source, accumulate) and take(self, index): flat indexing.
+CheckSpec flat_range_error(int64_t n) {
+  return {true, "out of range: tried to access index {} on a tensor of " + std::to_string(n) + " elements."};
+}
+
 std::vector<Value> put(LowerCtx& c) {
   Builder& b = c.b;
   Value self = c.t(0);
@@ -390,6 +412,7 @@ std::vector<Value> put(LowerCtx& c) {
   Value flat = b.reshape(self, {n});
   int64_t k = c.t(1).type.numel();
   if (k == 0) return {self};
+  c.check_range(c.t(1), -n, n, flat_range_error(n));
   Value idx = wrap_negative(b, b.reshape(c.t(1), {k}), n);
   Value src = b.reshape(b.convert(c.t(2), self.type.elem), {k});
   std::string dn = "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1";
@@ -404,6 +427,7 @@ std::vector<Value> take(LowerCtx& c) {
   int64_t n = self.type.numel();
   const Value& index = c.t(1);
   if (index.type.numel() == 0) return {b.constant(0, self.type.elem, c.out().dims)};
+  c.check_range(index, -n, n, flat_range_error(n));
   Value idx = wrap_negative(b, index, n);
   return {b.reshape(b.gather_flat(b.reshape(self, {n}), idx), c.out().dims)};
 }

@@ -37,6 +37,22 @@ struct Arg {
 
 enum class MatmulPrecision { Highest, High, Medium };
 
+// A device-side assertion (what CUDA reports as a device-side assert, raised
+// here as the exception CPU raises). The op's executable gets one extra s64
+// 0-d result per check: kCheckPassed when every input was valid, else an
+// offending value. The runtime reads it at the next sync point (at once in
+// Debug mode) and raises, naming the op.
+struct CheckSpec {
+  bool index_error = true;  // IndexError, else RuntimeError
+  std::string message;      // "{}" is replaced by the offending value
+  bool operator==(const CheckSpec& o) const { return index_error == o.index_error && message == o.message; }
+};
+constexpr int64_t kCheckPassed = INT64_MIN;
+struct Check {
+  Value bad;  // s64 0-d
+  CheckSpec spec;
+};
+
 struct LowerCtx {
   Builder& b;
   std::vector<Arg>& args;
@@ -45,6 +61,19 @@ struct LowerCtx {
   ElemType common = ElemType::F32;  // PyTorch's result_type over tensor and scalar arguments
   MatmulPrecision precision = MatmulPrecision::Highest;
   std::vector<Value> rng;  // kUsesDefaultRng: the generator state (u64[2])
+  std::vector<Check> checks;  // device-side assertions the lowering added
+
+  // Asserts that every element of the integer value `values` satisfies `ok`
+  // (a pred of the same shape); an offending element is reported.
+  void check(const Value& ok, const Value& values, CheckSpec spec);
+  // Asserts lo <= values < hi elementwise.
+  void check_range(const Value& values, int64_t lo, int64_t hi, CheckSpec spec);
+  // An index into a dim of `size` (negative ones count from the end): the
+  // message PyTorch's index kernels use, "index {} is out of bounds for
+  // dimension {dim} with size {size}", prefixed by `prefix`.
+  // allow_negative: -size <= index < size (Python-style), else 0 <= index < size.
+  void check_index(const Value& index, int64_t dim, int64_t size, bool index_error, bool allow_negative,
+                   const std::string& prefix = "");
 
   const Value& t(size_t i) const;              // required tensor
   bool has(size_t i) const;                    // argument present (not None)

@@ -78,6 +78,17 @@ NllParts nll_parts(LowerCtx& c, const Value& input2d, const Value& target1d, siz
   return {onehot, w};
 }
 
+// A target must name a class or be ignore_index (CPU: IndexError).
+void check_targets(LowerCtx& c, const Value& target, int64_t classes, int64_t ignore_index) {
+  Builder& b = c.b;
+  Value t = b.convert(target, ElemType::S64);
+  const auto& dims = t.type.dims;
+  Value in_range = b.binary("and", b.compare(Compare::GE, t, b.constant_int(0, ElemType::S64, dims)),
+                            b.compare(Compare::LT, t, b.constant_int(classes, ElemType::S64, dims)));
+  c.check(b.binary("or", in_range, b.compare(Compare::EQ, t, b.constant_int(ignore_index, ElemType::S64, dims))), t,
+          {true, "Target {} is out of bounds."});
+}
+
 // (output, total_weight) of nll_loss / nll_loss2d from log-probabilities x
 // [N, C]: per-row losses -w[t] * x[t], summed or averaged by total weight.
 std::vector<Value> nll_outputs(LowerCtx& c, const Value& x, const NllParts& p, int64_t reduction) {
@@ -107,6 +118,7 @@ std::vector<Value> nll_loss_forward(LowerCtx& c) {
     target = b.reshape(target, {1});
   }
   int64_t reduction = c.i(3), ignore = c.i(4);
+  check_targets(c, target, x.type.dims[1], ignore);
   return nll_outputs(c, x, nll_parts(c, x, target, 2, ignore), reduction);
 }
 
@@ -292,6 +304,9 @@ std::vector<Value> embedding_bag(LowerCtx& c) {
   int64_t mode = c.i(4);
   ElemType acc = accumulate_type(out.elem);
   Value w = b.convert(c.t(0), acc);
+  const int64_t rows = c.t(0).type.dims[0];
+  c.check_range(c.t(1), 0, rows,
+                {false, "Index of input takes value {} which is not in the valid range [0, " + std::to_string(rows) + ")"});
   Bags g = make_bags(b, c.t(1), c.t(2), nb, c.i(8));
   int64_t n = g.n;
   Value bag_size = b.reduce(b.convert(g.member, ElemType::S64), b.constant_int(0, ElemType::S64), {1}, Reducer::Add);
@@ -470,6 +485,7 @@ std::vector<Value> nll_loss2d_forward(LowerCtx& c) {
   int64_t n = x.type.dims[0];
   Value target = b.reshape(c.t(1), {n});
   int64_t reduction = c.i(3);
+  check_targets(c, target, x.type.dims[1], c.i(4));
   return nll_outputs(c, x, nll_parts(c, x, target, 2, c.i(4)), reduction);
 }
 

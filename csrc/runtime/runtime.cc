@@ -1,5 +1,6 @@
 #include "runtime/runtime.h"
 
+#include "runtime/checks.h"
 #include "runtime/deferred.h"
 
 #include <malloc.h>
@@ -155,7 +156,7 @@ CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltMo
     stats().compile_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count();
     if (use_disk) disk_cache::store(c, disk_key, *exe);
   }
-  auto op = std::make_shared<CompiledOp>(CompiledOp{exe, m.outputs, m.donated_args, m.output_present});
+  auto op = std::make_shared<CompiledOp>(CompiledOp{exe, m.outputs, m.donated_args, m.output_present, m.checks});
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   g_cache.emplace(key, op);
   return op;
@@ -214,6 +215,8 @@ BufferPtr upload_scalar(const void* bytes, ElemType type, int device) {
 void download(const pjrt::Buffer& buffer, void* dst) {
   stats().device_to_host++;
   client().to_host(buffer, dst);
+  // A sync point: the device-side checks of every op issued so far are read.
+  raise_pending_checks();
 }
 
 }  // namespace ttpu::runtime

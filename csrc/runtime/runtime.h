@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/lowering.h"
 #include "pjrt/client.h"
 #include "runtime/disk_cache.h"
 
@@ -36,6 +37,7 @@ struct CompiledOp {
   std::vector<TensorType> outputs;
   std::vector<int> donated_args;
   std::vector<bool> output_present;  // empty = all present; false = an undefined (not requested) result
+  std::vector<ops::CheckSpec> checks;  // the last checks.size() outputs are device-side check flags
 };
 using CompiledOpPtr = std::shared_ptr<const CompiledOp>;
 
@@ -59,6 +61,7 @@ struct BuiltModule {
   std::vector<TensorType> outputs;
   std::vector<int> donated_args;
   std::vector<bool> output_present;
+  std::vector<ops::CheckSpec> checks = {};
 };
 CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltModule()>& build);
 size_t cache_size();
