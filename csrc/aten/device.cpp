@@ -84,6 +84,31 @@ void rethrow_as_torch_error(const std::string& what) {
     throw;
   } catch (const c10::Error&) {
     throw;
+  } catch (pybind11::error_already_set& e) {
+    // The same, raised through pybind11.
+    {
+      pybind11::gil_scoped_acquire gil;
+      if (e.value() && PyExceptionInstance_Check(e.value().ptr())) {
+        PyObject* r = PyObject_CallMethod(e.value().ptr(), "add_note", "s", ("torch_tpu: raised in " + what).c_str());
+        Py_XDECREF(r);
+        PyErr_Clear();
+      }
+    }
+    throw;
+  } catch (python_error& e) {
+    // Raised by Python code under the op (PyTorch's Python meta functions):
+    // keep its type and message (IndexError stays IndexError) and add our
+    // context as a note.
+    {
+      pybind11::gil_scoped_acquire gil;
+      e.persist();
+      if (e.value && PyExceptionInstance_Check(e.value)) {
+        PyObject* r = PyObject_CallMethod(e.value, "add_note", "s", ("torch_tpu: raised in " + what).c_str());
+        Py_XDECREF(r);
+        PyErr_Clear();
+      }
+    }
+    throw;
   } catch (const runtime::DeviceAssertError& e) {
     // The exception CPU raises for the same input (IndexError or RuntimeError).
     if (e.index_error) TORCH_CHECK_INDEX(false, e.what());

@@ -12,6 +12,7 @@
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
+#include <ATen/MemoryOverlap.h>
 #include <torch/library.h>
 
 #include <cstdlib>
@@ -335,8 +336,10 @@ void append_tensor_key(std::string& key, char tag, const at::Tensor& t) {
 // An entry of a Tensor?[] list that holds no tensor (None or undefined).
 bool absent(const c10::IValue& e) { return e.isNone() || (e.isTensor() && !e.toTensor().defined()); }
 
+// Meta twins of tpu tensors and of 0-dim CPU tensors (which ATen accepts as
+// operands of device ops: they promote like any 0-dim tensor).
 at::Tensor to_meta(const at::Tensor& t) {
-  if (!t.defined() || !t.is_privateuseone()) return t;
+  if (!t.defined() || !(t.is_privateuseone() || (t.is_cpu() && t.dim() == 0))) return t;
   return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
 }
 
@@ -468,6 +471,8 @@ class TableKernel final : public c10::OperatorKernel {
     }
     if (dev < 0) dev = current_device();
     c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(dev)));
+
+    if (plan_.variant != Variant::Functional) check_overlapping_writes(op, args);
 
     std::string key;
     key.reserve(96);
@@ -671,6 +676,49 @@ class TableKernel final : public c10::OperatorKernel {
     take_checks(op, outputs, rec->checks);
     torch::jit::drop(*stack, plan_.args.size());
     deliver(args, outputs, rec->present, stack);
+  }
+
+  // A write into a tensor whose elements share memory (an expanded view):
+  // CPU refuses it in some ops (add_ on `arange(3).expand(4, 3)`) and not in
+  // others (index_put_), and meta functions do not check. So the op runs once
+  // on zero-filled CPU twins with the same sizes and strides, and raises
+  // where CPU raises. Only reached for such tensors, never on the hot path.
+  void check_overlapping_writes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+    bool overlapping = false;
+    for (size_t i = 0; i < args.size() && !overlapping; ++i) {
+      if (!plan_.args[i].is_mutated || !args[i].isTensor()) continue;
+      const at::Tensor& t = args[i].toTensor();
+      overlapping = t.defined() && !t.is_non_overlapping_and_dense() &&
+                    at::has_internal_overlap(t) == at::MemOverlap::Yes;
+    }
+    if (!overlapping) return;
+    auto twin = [](const at::Tensor& t) {
+      if (!t.defined() || !t.is_privateuseone()) return t;
+      int64_t extent = static_cast<int64_t>(
+          at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.dtype().itemsize(), t.storage_offset()) /
+          t.dtype().itemsize());
+      return at::zeros({extent}, t.options().device(at::kCPU)).as_strided(t.sizes(), t.strides(), t.storage_offset());
+    };
+    torch::jit::Stack cpu;
+    for (const c10::IValue& v : args) {
+      if (v.isTensor()) {
+        cpu.emplace_back(twin(v.toTensor()));
+      } else if (v.isTensorList()) {
+        std::vector<at::Tensor> l;
+        for (const at::Tensor& t : v.toTensorVector()) l.push_back(twin(t));
+        cpu.emplace_back(l);
+      } else if (v.isList() && !v.isIntList() && !v.isDoubleList() && !v.isBoolList()) {
+        c10::List<std::optional<at::Tensor>> l;
+        for (const c10::IValue& e : v.toListRef()) {
+          if (absent(e)) l.push_back(std::nullopt);
+          else l.push_back(twin(e.toTensor()));
+        }
+        cpu.emplace_back(l);
+      } else {
+        cpu.push_back(v);
+      }
+    }
+    op.callBoxed(cpu);  // throws CPU's error; the CPU result is discarded
   }
 
   // The trailing results that are device-side check flags go to the

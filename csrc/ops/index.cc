@@ -234,6 +234,8 @@ std::vector<Value> index_tensor(LowerCtx& c) {
   Builder& b = c.b;
   Value x = c.t(0);
   AdvancedIndex ai = advanced_index(c, x, 1);
+  // Nothing to gather from (an indexed dim of size 0: its check fails for any index).
+  if (x.type.numel() == 0 || c.out().numel() == 0) return {b.constant(0, c.out().elem, c.out().dims)};
   std::string dn = "offset_dims = " + shlo::fmt_dims(ai.window_dims) + ", collapsed_slice_dims = " +
                    shlo::fmt_dims(ai.indexed) + ", start_index_map = " + shlo::fmt_dims(ai.indexed) +
                    ", index_vector_dim = " + std::to_string(ai.batch.size());
@@ -245,6 +247,7 @@ std::vector<Value> index_put(LowerCtx& c) {
   Builder& b = c.b;
   Value x = c.t(0);
   AdvancedIndex ai = advanced_index(c, x, 1);
+  if (x.type.numel() == 0) return {x};
   // The shape the indexed result would have, to broadcast values into.
   std::vector<int64_t> result(ai.batch.size() + ai.window_dims.size(), 0);
   size_t w = 0;

@@ -1,0 +1,50 @@
+"""Errors of the same type as CPU (issue #13, section 2), in every mode.
+
+CPU PyTorch is the oracle: the same call raises the same exception type on
+'tpu', with CPU's message; our context is added (as a note) without changing
+the type, so a user's `except IndexError` fires on both.
+"""
+import pytest
+import torch
+
+from _helpers import assert_same_error, check, each_eager_mode, make_tensor, tpu_only  # noqa: F401
+
+pytestmark = tpu_only
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: torch.flip(t, (5,)),
+    lambda t: t.sum(7),
+    lambda t: t.transpose(0, 9),
+    lambda t: t[torch.tensor([0]).to(t.device)][:0][torch.tensor([0]).to(t.device)],  # index into a size-0 dim
+], ids=["flip_dim", "sum_dim", "transpose_dim", "index_size0_dim"])
+def test_error_type_kept(fn):
+    cpu_err, dev_err = assert_same_error(lambda t: fn(t).cpu(), make_tensor((2, 3)))
+    assert type(dev_err) is IndexError
+
+
+def test_lowering_context_is_a_note():
+    with pytest.raises(IndexError) as info:
+        torch.flip(make_tensor((2, 3)).to("tpu"), (5,))
+    assert any("torch_tpu" in n for n in getattr(info.value, "__notes__", []))
+
+
+@pytest.mark.parametrize("op", [torch.copysign, torch.atan2, torch.add, torch.mul, torch.pow, torch.maximum,
+                                torch.fmod, torch.hypot, torch.lt])
+def test_zero_dim_cpu_tensor_is_a_scalar_operand(op):
+    x = make_tensor((3, 4), low=0.5, high=2.0)
+    s = torch.tensor(-1.5)  # stays on the CPU: ATen treats it as a scalar
+    check(lambda t: op(t, s), x)
+    check(lambda t: op(s, t), x)
+
+
+def test_in_place_write_into_overlapping_view_raises_like_cpu():
+    assert_same_error(lambda t: t.expand(4, 3).add_(1), torch.arange(3.0))
+    assert_same_error(lambda t: t.expand(4, 3).mul_(torch.ones(4, 3, device=t.device)), torch.arange(3.0))
+
+
+def test_overlapping_view_allowed_where_cpu_allows_it():
+    # CPU lets index_fill_ write through an expanded view; so do we (no false alarm).
+    x = torch.zeros(3).to("tpu")
+    x.expand(3, 3).index_fill_(1, torch.tensor([0]).to("tpu"), 1.0)
+    torch.tpu.synchronize()
