@@ -48,6 +48,8 @@ def _register() -> None:
     execution_mode._install_backward_sync()
     from . import _fused_optim
     _fused_optim.install()
+    from . import _integrations
+    _integrations.install()
     _registered = True
 
 
