@@ -339,7 +339,11 @@ bool absent(const c10::IValue& e) { return e.isNone() || (e.isTensor() && !e.toT
 // Meta twins of tpu tensors and of 0-dim CPU tensors (which ATen accepts as
 // operands of device ops: they promote like any 0-dim tensor).
 at::Tensor to_meta(const at::Tensor& t) {
-  if (!t.defined() || !(t.is_privateuseone() || (t.is_cpu() && t.dim() == 0))) return t;
+  // A Python number (2.5 in `x + 2.5`, a CPU "wrapped number") stays as it is:
+  // meta functions take it, and it promotes as a scalar, not as a 0-dim tensor.
+  if (!t.defined() || !(t.is_privateuseone() || (t.is_cpu() && t.dim() == 0)) ||
+      t.unsafeGetTensorImpl()->is_wrapped_number())
+    return t;
   return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
 }
 
