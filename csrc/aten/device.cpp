@@ -282,7 +282,7 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
 
 void synchronize_device(int device) {
   try {
-    runtime::flush("synchronize");
+    runtime::flush_all("synchronize");
     if (!runtime::client_created()) return;
     runtime::client().synchronize(device);
     runtime::raise_pending_checks();

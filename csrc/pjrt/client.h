@@ -53,14 +53,14 @@ class Buffer {
  public:
   Buffer(abi::PJRT_Buffer* raw, ElemType type, std::vector<int64_t> dims, int device)
       : raw_(raw), type_{type, std::move(dims)}, device_(device) {}
-  // A pending value, identified by `pending_id` in the recorded graph.
-  Buffer(uint64_t pending_id, shlo::TensorType type, int device)
-      : raw_(nullptr), type_(std::move(type)), device_(device), pending_id_(pending_id) {}
+  // A pending value, identified by `pending_id` in the graph recorded by `owner`.
+  Buffer(uint64_t pending_id, uint64_t owner, shlo::TensorType type, int device)
+      : raw_(nullptr), type_(std::move(type)), device_(device), pending_id_(pending_id), owner_(owner) {}
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   abi::PJRT_Buffer* raw() const {
-    if (pending_id_ && materialize_hook) materialize_hook();
+    if (pending_id_ && materialize_hook) materialize_hook(owner_);
     if (!raw_ && pending_id_)
       throw Error("torch_tpu: this tensor's value comes from a deferred graph that failed to run (see the error "
                   "raised at the sync point)", 0);
@@ -68,12 +68,13 @@ class Buffer {
   }
   bool pending() const { return pending_id_ != 0; }
   uint64_t pending_id() const { return pending_id_; }
+  uint64_t owner() const { return owner_; }  // whose recorded graph produces it
   // The recorded graph ran: this buffer now owns `raw`.
   void fulfill(abi::PJRT_Buffer* raw) {
     raw_ = raw;
     pending_id_ = 0;
   }
-  static inline void (*materialize_hook)() = nullptr;
+  static inline void (*materialize_hook)(uint64_t owner) = nullptr;
   const shlo::TensorType& type() const { return type_; }
   int device() const { return device_; }
   size_t nbytes() const { return static_cast<size_t>(type_.numel()) * shlo::byte_size(type_.elem); }
@@ -92,6 +93,7 @@ class Buffer {
   shlo::TensorType type_;
   int device_;
   uint64_t pending_id_ = 0;
+  uint64_t owner_ = 0;
   const Buffer* replaces_ = nullptr;
 };
 using BufferPtr = std::shared_ptr<Buffer>;

@@ -25,15 +25,28 @@ struct Node {
   std::vector<TensorType> output_types;
 };
 
+// One graph per owner (see set_owner_function); one lock for all of them.
+struct Graph {
+  std::vector<Node> nodes;
+  int device = -1;
+  bool flushing = false;
+};
 std::recursive_mutex g_mu;
-std::vector<Node> g_nodes;
-int g_device = -1;
+std::unordered_map<uint64_t, Graph> g_graphs;
 uint64_t g_next_id = 1;
+
+uint64_t thread_owner() {
+  static std::atomic<uint64_t> next{1ull << 62};
+  thread_local uint64_t id = next++;
+  return id;
+}
+std::atomic<uint64_t (*)()> g_owner_fn{&thread_owner};
+uint64_t current_owner() { return g_owner_fn.load(std::memory_order_relaxed)(); }
 DeferStats g_stats;
 std::map<std::string, uint64_t> g_reasons;
-bool g_flushing = false;
 std::atomic<bool> g_inject_failure{false};
 bool g_capture_armed = false;
+uint64_t g_capture_owner = 0;
 int g_captured_graphs = 0;
 std::shared_ptr<CapturedGraph> g_capture;
 
@@ -42,7 +55,9 @@ CompiledOpPtr run_graph(std::vector<Node>& nodes, const std::string& key, const 
                         const std::vector<std::pair<size_t, size_t>>& live_pos,
                         const std::vector<int>& donated_for_result, const std::vector<int>& donated_args, int device);
 
-void hook() { flush("a pending value was needed"); }
+void flush_owner(uint64_t owner, const char* reason);
+
+void hook(uint64_t owner) { flush_owner(owner, "a pending value was needed"); }
 
 struct HookInstaller {
   HookInstaller() { pjrt::Buffer::materialize_hook = &hook; }
@@ -50,12 +65,20 @@ struct HookInstaller {
 
 }  // namespace
 
+void set_owner_function(uint64_t (*owner)()) { g_owner_fn.store(owner ? owner : &thread_owner); }
+
 std::vector<BufferPtr> record(int device, const std::string& key, const std::vector<BufferPtr>& inputs,
                               const std::vector<TensorType>& outputs, EmitFn emit) {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
-  if (g_device >= 0 && g_device != device) flush("ops on another device");
-  if (g_nodes.size() >= kMaxRecordedOps) flush("graph size threshold");
-  g_device = device;
+  const uint64_t owner = current_owner();
+  // A value pending in another owner's graph is materialised first: graphs
+  // never reference each other's values.
+  for (const auto& in : inputs)
+    if (in->pending() && in->owner() != owner) flush_owner(in->owner(), "a value recorded by another thread");
+  Graph& g = g_graphs[owner];
+  if (g.device >= 0 && g.device != device) flush_owner(owner, "ops on another device");
+  if (g.nodes.size() >= kMaxRecordedOps) flush_owner(owner, "graph size threshold");
+  g.device = device;
   Node n;
   n.key = key;
   n.emit = std::move(emit);
@@ -71,28 +94,49 @@ std::vector<BufferPtr> record(int device, const std::string& key, const std::vec
   std::vector<BufferPtr> result;
   for (const auto& t : outputs) {
     uint64_t id = g_next_id++;
-    auto b = std::make_shared<pjrt::Buffer>(id, t, device);
+    auto b = std::make_shared<pjrt::Buffer>(id, owner, t, device);
     n.output_ids.push_back(id);
     n.outputs.push_back(b);
     n.output_types.push_back(t);
     result.push_back(b);
   }
-  g_nodes.push_back(std::move(n));
+  g.nodes.push_back(std::move(n));
   g_stats.ops_recorded++;
   return result;
 }
 
-void flush(const char* reason) {
+void flush(const char* reason) { flush_owner(current_owner(), reason); }
+
+void flush_all(const char* reason) {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
-  if (g_nodes.empty() || g_flushing) return;
-  g_flushing = true;
+  std::vector<uint64_t> owners;
+  for (const auto& [owner, g] : g_graphs)
+    if (!g.nodes.empty()) owners.push_back(owner);
+  for (uint64_t owner : owners) flush_owner(owner, reason);
+}
+
+namespace {
+void flush_owner(uint64_t owner, const char* reason) {
+  std::lock_guard<std::recursive_mutex> lock(g_mu);
+  auto found = g_graphs.find(owner);
+  if (found == g_graphs.end() || found->second.nodes.empty() || found->second.flushing) return;
+  Graph& g = found->second;
+  g.flushing = true;
   std::vector<Node> nodes;
-  nodes.swap(g_nodes);
-  int device = g_device;
-  g_device = -1;
+  nodes.swap(g.nodes);
+  int device = g.device;
+  g.device = -1;
   struct Reset {
-    ~Reset() { g_flushing = false; }
-  } reset;
+    uint64_t owner;
+    ~Reset() {
+      // A thread that stopped recording leaves no graph behind.
+      auto it = g_graphs.find(owner);
+      if (it == g_graphs.end()) return;
+      it->second.flushing = false;
+      if (it->second.nodes.empty()) g_graphs.erase(it);
+    }
+  } reset{owner};
+  const bool capturing = g_capture_armed && owner == g_capture_owner;
 
   // Pass 1: structure key, graph arguments (each buffer once) and live
   // results (no text).
@@ -176,12 +220,12 @@ void flush(const char* reason) {
   g_stats.values_dropped += position - live.size();
   g_stats.args_donated += donated_args.size();
   g_reasons[reason]++;
-  if (g_capture_armed) ++g_captured_graphs;
+  if (capturing) ++g_captured_graphs;
   if (live.empty()) return;
 
   try {
     CompiledOpPtr compiled = run_graph(nodes, key, args, live, live_pos, donated_for_result, donated_args, device);
-    if (g_capture_armed) g_capture = std::make_shared<CapturedGraph>(CapturedGraph{compiled, args, live});
+    if (capturing) g_capture = std::make_shared<CapturedGraph>(CapturedGraph{compiled, args, live});
   } catch (const pjrt::Error& e) {
     std::string ops;
     for (size_t i = 0; i < nodes.size() && i < 8; ++i) ops += (i ? ", " : "") + nodes[i].key.substr(0, nodes[i].key.find('|'));
@@ -192,7 +236,6 @@ void flush(const char* reason) {
   }
 }
 
-namespace {
 CompiledOpPtr run_graph(std::vector<Node>& nodes, const std::string& key, const std::vector<BufferPtr>& args,
                         const std::vector<std::shared_ptr<pjrt::Buffer>>& live,
                         const std::vector<std::pair<size_t, size_t>>& live_pos,
@@ -236,6 +279,7 @@ CompiledOpPtr run_graph(std::vector<Node>& nodes, const std::string& key, const 
 void arm_capture() {
   std::lock_guard<std::recursive_mutex> lock(g_mu);
   g_capture_armed = true;
+  g_capture_owner = current_owner();
   g_captured_graphs = 0;
   g_capture.reset();
 }

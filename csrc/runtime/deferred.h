@@ -24,8 +24,18 @@ using EmitFn = std::function<std::vector<Value>(shlo::Builder& b, const std::vec
 std::vector<BufferPtr> record(int device, const std::string& key, const std::vector<BufferPtr>& inputs,
                               const std::vector<TensorType>& outputs, EmitFn emit);
 
-// Runs everything recorded so far (no-op when nothing is pending).
+// Every logical thread records into its own graph, so threads that use the
+// device at once never mix their ops (each keeps its own cached structure).
+// The owner of the calling thread's graph comes from this function; the aten
+// layer sets it to an id that follows PyTorch's thread-local state, so the
+// autograd engine's device thread records a backward pass into the graph of
+// the thread that called backward(). Default: one owner per OS thread.
+void set_owner_function(uint64_t (*owner)());
+
+// Runs what the calling thread's owner recorded so far (no-op when nothing is pending).
 void flush(const char* reason);
+// Runs every owner's graph (synchronize, leaving the mode).
+void flush_all(const char* reason);
 
 struct DeferStats {
   uint64_t graphs_executed = 0;

@@ -45,7 +45,7 @@ std::atomic<bool> g_debug_nans{false};
 
 Mode mode() { return static_cast<Mode>(g_mode.load(std::memory_order_relaxed)); }
 void set_mode(Mode m) {
-  if (mode() == Mode::DeferAndFuse && m != Mode::DeferAndFuse) flush("leaving DeferAndFuse mode");
+  if (mode() == Mode::DeferAndFuse && m != Mode::DeferAndFuse) flush_all("leaving DeferAndFuse mode");
   g_mode.store(static_cast<int>(m));
 }
 bool debug_nans() { return g_debug_nans.load(std::memory_order_relaxed); }
