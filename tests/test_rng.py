@@ -187,3 +187,117 @@ def test_rand_dtypes():
         x = x.cpu().double()
         assert x.min() >= 0.0 and x.max() < 1.0, dtype
         assert abs(x.mean().item() - 0.5) < 0.01, dtype
+
+
+# --------------------------------------------------------------------------
+# Sampling ops models use (generate's multinomial, dropout masks from a
+# probability tensor, shuffles) and the remaining distributions. The same
+# statistics are asserted on CPU (TTPU_TEST_DEVICE=cpu) and on the device.
+# --------------------------------------------------------------------------
+
+P4 = torch.tensor([0.1, 0.0, 0.6, 0.3])
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+def test_multinomial_frequencies(replacement):
+    torch.manual_seed(0)
+    p = P4.to(DEV)
+    if replacement:
+        s = torch.multinomial(p, N, replacement=True)
+    else:  # one draw per row from many copies of the distribution
+        s = torch.multinomial(p.expand(N // 10, 4).contiguous(), 1).view(-1)
+    assert s.dtype == torch.int64 and s.device.type == torch.device(DEV).type
+    s = s.cpu()
+    freq = torch.bincount(s, minlength=4).double() / s.numel()
+    assert freq[1] == 0, "a zero-probability category is never drawn"
+    tol = 0.01 if replacement else 0.02
+    assert (freq - P4.double()).abs().max() < tol, freq
+
+
+def test_multinomial_without_replacement_distinct_and_weighted():
+    torch.manual_seed(1)
+    w = torch.arange(1.0, 51.0).expand(2000, 50).contiguous()
+    s = torch.multinomial(w.to(DEV), 10).cpu()
+    assert s.shape == (2000, 10)
+    assert all(len(set(r)) == 10 for r in s.tolist()), "samples in a row are distinct"
+    first = torch.bincount(s[:, 0], minlength=50).double() / 2000
+    # the first draw follows the weights: category 49 is drawn ~50x as often as 0
+    assert first[25:].sum() > 0.7
+    # a row with k positive weights and k draws returns exactly those categories
+    w2 = torch.tensor([[0.0, 2.0, 0.0, 1.0, 5.0]])
+    assert sorted(torch.multinomial(w2.to(DEV), 3).cpu()[0].tolist()) == [1, 3, 4]
+
+
+def test_multinomial_seeded_and_bad_input_like_cpu():
+    torch.manual_seed(3)
+    a = torch.multinomial(P4.to(DEV), 20, replacement=True)
+    torch.manual_seed(3)
+    assert _same(a, torch.multinomial(P4.to(DEV), 20, replacement=True))
+    for bad in ([0.5, -1.0], [0.0, 0.0], [float("nan"), 1.0], [float("inf"), 1.0]):
+        for replacement in (False, True):
+            t = torch.tensor(bad)
+            with pytest.raises(RuntimeError) as cpu_err:
+                torch.multinomial(t, 2, replacement=replacement)
+            with pytest.raises(RuntimeError) as dev_err:
+                torch.multinomial(t.to(DEV), 2, replacement=replacement).cpu()
+            assert str(cpu_err.value).splitlines()[0] in str(dev_err.value), (bad, replacement)
+
+
+def test_bernoulli_tensor_p():
+    torch.manual_seed(4)
+    p = torch.linspace(0, 1, 11).repeat(N // 10)[:N].to(DEV)
+    x = torch.bernoulli(p).cpu()
+    pc = p.cpu()
+    assert set(x.unique().tolist()) <= {0.0, 1.0}
+    assert (x[pc == 0] == 0).all() and (x[pc == 1] == 1).all()
+    for v in (0.2, 0.5, 0.9):
+        sel = (pc - v).abs() < 1e-6
+        assert abs(x[sel].mean().item() - v) < 0.02, v
+    y = torch.empty(1000, 3, device=DEV).bernoulli_(torch.tensor([0.0, 0.5, 1.0], device=DEV)).cpu()
+    assert (y[:, 0] == 0).all() and (y[:, 2] == 1).all() and abs(y[:, 1].mean().item() - 0.5) < 0.06
+
+
+def test_normal_tensor_overloads():
+    torch.manual_seed(5)
+    mean = torch.tensor([-5.0, 0.0, 10.0]).repeat(N // 3)
+    std = torch.tensor([0.5, 1.0, 3.0]).repeat(N // 3)
+    for draw in (lambda: torch.normal(mean.to(DEV), std.to(DEV)),
+                 lambda: torch.normal(mean.to(DEV), 2.0) + 0 * std.to(DEV),
+                 lambda: torch.normal(1.0, std.to(DEV))):
+        x = draw().cpu().double().view(-1, 3)
+        assert x.shape == (N // 3, 3)
+    x = torch.normal(mean.to(DEV), std.to(DEV)).cpu().double().view(-1, 3)
+    assert (x.mean(0) - torch.tensor([-5.0, 0.0, 10.0], dtype=torch.float64)).abs().max() < 0.05
+    assert (x.std(0) - torch.tensor([0.5, 1.0, 3.0], dtype=torch.float64)).abs().max() < 0.05
+    y = torch.normal(1.0, std.to(DEV)).cpu().double().view(-1, 3)
+    assert (y.mean(0) - 1.0).abs().max() < 0.05
+    with pytest.raises(RuntimeError, match="std >= 0"):
+        torch.normal(torch.zeros(3, device=DEV), torch.tensor([1.0, -1.0, 1.0], device=DEV)).cpu()
+
+
+def test_other_distributions():
+    torch.manual_seed(6)
+    ln = torch.empty(N, device=DEV).log_normal_(0.5, 0.25).cpu().double()
+    assert ln.min() > 0 and abs(ln.log().mean().item() - 0.5) < 0.01 and abs(ln.log().std().item() - 0.25) < 0.01
+    ca = torch.empty(N, device=DEV).cauchy_(2.0, 0.5).cpu().double()
+    assert abs(ca.median().item() - 2.0) < 0.02  # the median; a Cauchy has no mean
+    assert abs(((ca - 2.0).abs() < 0.5).double().mean().item() - 0.5) < 0.01  # quartiles at median +- sigma
+    ge = torch.empty(N, device=DEV).geometric_(0.25).cpu().double()
+    assert ge.min() >= 1 and (ge == ge.round()).all()
+    assert abs(ge.mean().item() - 4.0) < 0.06
+    assert abs((ge == 1).double().mean().item() - 0.25) < 0.01
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_randperm_is_a_permutation(n):
+    torch.manual_seed(7)
+    p = torch.randperm(n, device=DEV)
+    assert p.dtype == torch.int64 and p.shape == (n,)
+    assert sorted(p.cpu().tolist()) == list(range(n))
+    if n == 1000:
+        assert not torch.equal(p.cpu(), torch.arange(n))
+        torch.manual_seed(7)
+        assert _same(p, torch.randperm(n, device=DEV))
+        # every position sees many values over many draws
+        firsts = torch.stack([torch.randperm(10, device=DEV)[0] for _ in range(300)]).cpu()
+        assert torch.bincount(firsts, minlength=10).min() > 10

@@ -168,6 +168,8 @@ bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>
 Value ew_in(LowerCtx& c, size_t i, ElemType compute);
 ElemType float_compute(LowerCtx& c);
 std::vector<Value> as_out(LowerCtx& c, const Value& v);
+// Stable sort of `x` along `dim` with its positions: (values, s64 indices).
+std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t dim, bool descending);
 // Inclusive prefix sum (or product) along dim in O(n log n) elementwise work.
 Value prefix_scan(Builder& b, const Value& x, int64_t dim, bool product);
 Value prefix_sum(Builder& b, const Value& x, int64_t dim);

@@ -29,6 +29,17 @@ Value uniform01(LowerCtx& c, const Value& state, const std::vector<int64_t>& dim
   return b.sub(f, b.constant(1.0, ElemType::F32, dims));
 }
 
+// A state whose key is derived from (seed, offset) and whose counter starts
+// at 0: an op that draws more values than its input has elements (the
+// runtime advances the offset by the input's size) gets a stream of its own.
+Value own_stream(Builder& b, const Value& state) {
+  Value seed = b.slice(state, {0}, {1}, {1}), offset = b.slice(state, {1}, {2}, {1});
+  Value mixed = b.mul(b.add(offset, b.constant_bits(1, ElemType::U64, {1})),
+                      b.constant_bits(0x9E3779B97F4A7C15ull, ElemType::U64, {1}));
+  Value key = b.binary("xor", seed, mixed);
+  return b.concatenate({key, b.constant_bits(0, ElemType::U64, {1})}, 0);
+}
+
 bool wants_f64(const TensorType& t) { return t.elem == ElemType::F64; }
 
 std::vector<Value> uniform(LowerCtx& c) {
@@ -59,20 +70,86 @@ std::vector<Value> exponential(LowerCtx& c) {
   return {b.convert(r, out.elem)};
 }
 
-std::vector<Value> normal(LowerCtx& c) {
+// Standard normal values of shape dims (Box-Muller), in f32 or f64.
+Value standard_normal(LowerCtx& c, const Value& state, const std::vector<int64_t>& dims, bool f64) {
   Builder& b = c.b;
-  const TensorType& out = c.out();
-  bool f64 = wants_f64(out);
-  int64_t n = out.numel();
-  Value u = uniform01(c, rng_state(c, 3), {2, n}, f64);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  Value u = uniform01(c, state, {2, n}, f64);
   ElemType ct = u.type.elem;
   Value u1 = b.reshape(b.slice(u, {0, 0}, {1, n}, {1, 1}), {n});
   Value u2 = b.reshape(b.slice(u, {1, 0}, {2, n}, {1, 1}), {n});
   u1 = b.sub(b.constant(1.0, ct, {n}), u1);  // (0, 1]
   Value radius = b.unary("sqrt", b.mul(b.constant(-2.0, ct, {n}), b.unary("log", u1)));
   Value z = b.mul(radius, b.unary("cosine", b.mul(b.constant(2 * M_PI, ct, {n}), u2)));
-  Value r = b.add(b.constant(c.d(1), ct, {n}), b.mul(z, b.constant(c.d(2), ct, {n})));
-  return {b.convert(b.reshape(r, out.dims), out.elem)};
+  return b.reshape(z, dims);
+}
+
+std::vector<Value> normal(LowerCtx& c) {
+  // normal_(self, mean, std, generator)
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  Value z = standard_normal(c, rng_state(c, 3), out.dims, wants_f64(out));
+  ElemType ct = z.type.elem;
+  Value r = b.add(b.constant(c.d(1), ct, out.dims), b.mul(z, b.constant(c.d(2), ct, out.dims)));
+  return {b.convert(r, out.elem)};
+}
+
+// normal.Tensor_float / float_Tensor / Tensor_Tensor (mean, std, generator):
+// mean + std * z elementwise, std checked >= 0 like CPU.
+std::vector<Value> normal_tensors(LowerCtx& c) {
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  bool f64 = wants_f64(out);
+  ElemType ct = f64 ? ElemType::F64 : ElemType::F32;
+  TensorType tt{ct, out.dims};
+  auto operand = [&](size_t k) {
+    if (c.args.at(k).kind == Arg::Tensor) return broadcast_convert(b, c.t(k), tt);
+    return b.constant(c.d(k), ct, out.dims);
+  };
+  Value mean = operand(0), std_dev = operand(1);
+  if (c.args.at(1).kind == Arg::Tensor) {
+    Value ok = b.reduce(b.compare(shlo::Compare::GE, std_dev, b.constant(0.0, ct, out.dims)),
+                        b.constant_int(1, ElemType::Pred), wrap_dims({}, out.rank()), shlo::Reducer::And);
+    c.check(ok, b.constant_int(0, ElemType::S64), {false, "normal expects all elements of std >= 0.0"});
+  }
+  Value z = standard_normal(c, rng_state(c, 2), out.dims, f64);
+  return {b.convert(b.add(mean, b.mul(z, std_dev)), out.elem)};
+}
+
+std::vector<Value> log_normal(LowerCtx& c) {
+  // log_normal_(self, mean, std, generator): exp(mean + std * z)
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  Value z = standard_normal(c, rng_state(c, 3), out.dims, wants_f64(out));
+  ElemType ct = z.type.elem;
+  Value r = b.add(b.constant(c.d(1), ct, out.dims), b.mul(z, b.constant(c.d(2), ct, out.dims)));
+  return {b.convert(b.unary("exponential", r), out.elem)};
+}
+
+std::vector<Value> cauchy(LowerCtx& c) {
+  // cauchy_(self, median, sigma, generator): median + sigma * tan(pi * (u - 1/2))
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  Value u = uniform01(c, rng_state(c, 3), out.dims, wants_f64(out));
+  ElemType ct = u.type.elem;
+  Value a = b.mul(b.constant(M_PI, ct, out.dims), b.sub(u, b.constant(0.5, ct, out.dims)));
+  Value t = b.unary("tan", a);
+  Value r = b.add(b.constant(c.d(1), ct, out.dims), b.mul(b.constant(c.d(2), ct, out.dims), t));
+  return {b.convert(r, out.elem)};
+}
+
+std::vector<Value> geometric(LowerCtx& c) {
+  // geometric_(self, p, generator): trials to the first success, >= 1:
+  // ceil(log(v) / log1p(-p)) with v = 1 - u in (0, 1].
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  Value u = uniform01(c, rng_state(c, 2), out.dims, wants_f64(out));
+  ElemType ct = u.type.elem;
+  Value v = b.sub(b.constant(1.0, ct, out.dims), u);
+  Value k = b.unary("ceil", b.div(b.unary("log", v), b.constant(std::log1p(-c.d(1)), ct, out.dims)));
+  k = b.max(k, b.constant(1.0, ct, out.dims));
+  return {b.convert(k, out.elem)};
 }
 
 // Integers uniformly in [from, from + range) from 64 random bits.
@@ -122,6 +199,26 @@ std::vector<Value> bernoulli_float(LowerCtx& c) {
   return {b.convert(b.compare(shlo::Compare::LT, u, p), out.elem)};
 }
 
+std::vector<Value> bernoulli_tensor(LowerCtx& c) {
+  // bernoulli_.Tensor(self, p, generator): u < p, p broadcast to self.
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  bool f64 = c.t(1).type.elem == ElemType::F64;
+  Value u = uniform01(c, rng_state(c, 2), out.dims, f64);
+  Value p = broadcast_convert(b, c.t(1), TensorType{u.type.elem, out.dims});
+  return {b.convert(b.compare(shlo::Compare::LT, u, p), out.elem)};
+}
+
+std::vector<Value> randperm(LowerCtx& c) {
+  // randperm.generator_out(n, generator, out): the order of n random keys.
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  int64_t n = out.dims.at(0);
+  if (n == 0) return {b.constant_int(0, out.elem, {0})};
+  Value keys = b.rng_bits(own_stream(b, rng_state(c, 1)), TensorType{ElemType::U64, {n}}).second;
+  return {b.convert(sort_with_indices(b, keys, 0, false).second, out.elem)};
+}
+
 std::vector<Value> native_dropout(LowerCtx& c) {
   // native_dropout(input, p, train?) -> (output, mask)
   Builder& b = c.b;
@@ -150,6 +247,62 @@ std::vector<Value> native_dropout_backward(LowerCtx& c) {
   return {b.convert(b.mul(b.mul(g, m), b.constant(c.d(2), acc, g.type.dims)), c.out().elem)};
 }
 
+
+// multinomial(self, num_samples, replacement, generator): CPU's algorithms.
+// Without replacement (and for one sample): the k largest p / E with
+// E ~ Exp(1) (the exponential race). With replacement: inverse CDF, the
+// number of running sums <= u * total for each draw u.
+std::vector<Value> multinomial(LowerCtx& c) {
+  Builder& b = c.b;
+  Value p_in = c.t(0);
+  const TensorType& out = c.out();
+  bool one_row = p_in.type.rank() == 1;
+  int64_t n = p_in.type.dims.back(), rows = one_row ? 1 : p_in.type.dims[0];
+  int64_t k = c.i(1);
+  bool replacement = c.flag(2) && k > 1;
+  ElemType ct = p_in.type.elem == ElemType::F64 ? ElemType::F64 : ElemType::F32;
+  Value p = b.reshape(b.convert(p_in, ct), {rows, n});
+  std::vector<int64_t> pd{rows, n};
+  Value zero = b.constant(0.0, ct, pd);
+  auto all = [&](const Value& pred) {  // 0-d pred: every element satisfies pred
+    return b.reduce(pred, b.constant_int(1, ElemType::Pred), {0, 1}, shlo::Reducer::And);
+  };
+  Value finite = b.compare(shlo::Compare::LT, b.unary("abs", p), b.constant(INFINITY, ct, pd));
+  Value nonneg = b.compare(shlo::Compare::GE, p, zero);
+  Value row_sum = b.reduce(p, b.constant(0.0, ct), {1}, shlo::Reducer::Add);
+  Value some = all(b.reshape(b.compare(shlo::Compare::GT, row_sum, b.constant(0.0, ct, {rows})), {rows, 1}));
+  Value zero_s = b.constant_int(0, ElemType::S64);
+  if (!replacement) {
+    c.check(all(b.binary("and", finite, nonneg)), zero_s,
+            {false, "probability tensor contains either `inf`, `nan` or element < 0"});
+    c.check(some, zero_s, {false, "invalid multinomial distribution (sum of probabilities <= 0)"});
+    Value u = uniform01(c, rng_state(c, 3), pd, ct == ElemType::F64);
+    Value e = b.unary("negate", b.unary("log_plus_one", b.unary("negate", u)));
+    Value key = b.div(p, e);  // p = 0 gives 0 (E = 0 only when u = 0: then +inf or nan for p = 0)
+    key = b.select(b.compare(shlo::Compare::GT, p, zero), key, zero);
+    Value idx = sort_with_indices(b, key, 1, true).second;
+    idx = b.slice(idx, {0, 0}, {rows, k}, {1, 1});
+    return {b.convert(b.reshape(idx, out.dims), out.elem)};
+  }
+  c.check(all(nonneg), zero_s, {false, "invalid multinomial distribution (encountering probability entry < 0)"});
+  c.check(all(finite), zero_s,
+          {false, "invalid multinomial distribution (encountering probability entry = infinity or NaN)"});
+  c.check(some, zero_s, {false, "invalid multinomial distribution (sum of probabilities <= 0)"});
+  Value cdf = prefix_sum(b, p, 1);
+  Value total = b.slice(cdf, {0, n - 1}, {rows, n}, {1, 1});  // [rows, 1]
+  Value u = uniform01(c, own_stream(b, rng_state(c, 3)), {rows, k}, ct == ElemType::F64);
+  Value target = b.mul(u, b.broadcast_in_dim(b.reshape(total, {rows}), {rows, k}, {0}));
+  std::vector<int64_t> grid{rows, k, n};
+  Value le = b.compare(shlo::Compare::LE, b.broadcast_in_dim(cdf, grid, {0, 2}), b.broadcast_in_dim(target, grid, {0, 1}));
+  Value idx = b.reduce(b.convert(le, ElemType::S64), b.constant_int(0, ElemType::S64), {2}, shlo::Reducer::Add);
+  // Rounding can put u * total at the total: draw the last category with mass.
+  Value pos = b.iota(TensorType{ElemType::S64, pd}, 1);
+  Value last = b.reduce(b.select(b.compare(shlo::Compare::GT, p, zero), pos, b.constant_int(0, ElemType::S64, pd)),
+                        b.constant_int(0, ElemType::S64), {1}, shlo::Reducer::Max);
+  idx = b.min(idx, b.broadcast_in_dim(last, {rows, k}, {0}));
+  return {b.convert(b.reshape(idx, out.dims), out.elem)};
+}
+
 }  // namespace
 
 void append_random(std::vector<Lowering>& t) {
@@ -161,6 +314,15 @@ void append_random(std::vector<Lowering>& t) {
   t.push_back({"random_from", random_from, {"random_.from"}, kNoReadSelf});
   t.push_back({"random_to", random_to, {"random_.to"}, kNoReadSelf});
   t.push_back({"random", random_full, {"random_"}, kNoReadSelf});
+  t.push_back({"multinomial", multinomial, {"multinomial", "multinomial.out"}});
+  t.push_back({"normal_tensors", normal_tensors,
+               {"normal.Tensor_float", "normal.Tensor_float_out", "normal.float_Tensor", "normal.float_Tensor_out",
+                "normal.Tensor_Tensor", "normal.Tensor_Tensor_out"}});
+  t.push_back({"log_normal", log_normal, {"log_normal_"}, kNoReadSelf});
+  t.push_back({"cauchy", cauchy, {"cauchy_"}, kNoReadSelf});
+  t.push_back({"geometric", geometric, {"geometric_"}, kNoReadSelf});
+  t.push_back({"bernoulli_tensor", bernoulli_tensor, {"bernoulli_.Tensor"}, kNoReadSelf});
+  t.push_back({"randperm", randperm, {"randperm.generator_out"}});
   t.push_back({"bernoulli", bernoulli_float, {"bernoulli_.float"}, kNoReadSelf});
 }
 

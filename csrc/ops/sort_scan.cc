@@ -8,8 +8,6 @@
 
 namespace ttpu::ops {
 
-namespace {
-
 // Sorts `x` along `dim` with its positions; returns (values, indices).
 std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t dim, bool descending) {
   TensorType it{ElemType::S64, x.type.dims};
@@ -29,6 +27,8 @@ std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t di
                         "dimension = " + std::to_string(dim) + " : i64, is_stable = true", region);
   return {res[0], res[1]};
 }
+
+namespace {
 
 std::vector<Value> sort(LowerCtx& c, size_t dim_arg, size_t desc_arg) {
   Value x = c.t(0);
