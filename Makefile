@@ -18,6 +18,12 @@ $(VENV_DIR)/.complete: requirements.txt pyproject.toml
 	$(VENV_DIR)/bin/pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
+# Libraries the tests drive on 'tpu' (Hugging Face stack): installed into the
+# same venv, re-installed when their pins change, without rebuilding the venv.
+$(VENV_DIR)/.test-complete: requirements-test.txt $(VENV_DIR)/.complete
+	$(VENV_DIR)/bin/pip install -q --disable-pip-version-check -r requirements-test.txt
+	@touch $@
+
 # The venv is shared by every clone on the machine, so the editable install is
 # re-pointed whenever it names another clone (a stamp inside the venv would lie).
 link: $(VENV_DIR)/.complete
@@ -34,10 +40,10 @@ build: link torch_tpu/.built
 demo: build
 	$(VPY) examples/train_mlp.py
 
-test: build
+test: build $(VENV_DIR)/.test-complete
 	$(VPY) -m pytest -q -m "not slow" tests
 
-test-all: build
+test-all: build $(VENV_DIR)/.test-complete
 	$(VPY) -m pytest -q tests
 
 bench: build
