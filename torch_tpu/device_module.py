@@ -99,6 +99,19 @@ def get_device_capability(device: Any = None) -> tuple[int, int]:
     return (0, 0)
 
 
+# --- mixed precision ---------------------------------------------------------
+
+def get_amp_supported_dtype() -> list:
+    """Lower-precision dtypes torch.autocast("tpu", dtype=...) accepts. The
+    cast policy is CUDA's (csrc/aten/autocast.cpp); bfloat16 is the natural
+    choice on TPUs, float16 wants a GradScaler as on CUDA."""
+    return [torch.float16, torch.bfloat16]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return True
+
+
 # --- random numbers --------------------------------------------------------
 
 def _generator(device: Any = None) -> torch.Generator:
@@ -219,3 +232,6 @@ def default_stream(device: Any = None):
 
 def _is_in_bad_fork() -> bool:
     return False
+
+
+from . import amp  # noqa: E402  (torch.tpu.amp, as torch.cuda.amp)

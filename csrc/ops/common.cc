@@ -321,6 +321,7 @@ const std::vector<Lowering>& lowering_table() {
     append_pool(t);
     append_masked(t);
     append_special(t);
+    append_amp(t);
     return t;
   }();
   return table;
