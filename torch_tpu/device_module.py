@@ -160,6 +160,13 @@ def set_rng_state_all(states) -> None:
 
 
 # --- memory ----------------------------------------------------------------
+# The allocator is a c10::DeviceAllocator (csrc/aten/allocator.cpp): these are
+# torch.accelerator's numbers, with torch.cuda's names.
+
+def memory_stats(device: Any = None) -> dict:
+    """CUDA-shaped statistics ("allocated_bytes.all.current", "num_ooms", ...)."""
+    return dict(torch.accelerator.memory_stats(_index(device)))
+
 
 def memory_allocated(device: Any = None) -> int:
     return _C.memory_allocated(_index(device))
@@ -169,21 +176,60 @@ def max_memory_allocated(device: Any = None) -> int:
     return _C.max_memory_allocated(_index(device))
 
 
+def memory_reserved(device: Any = None) -> int:
+    """Equal to memory_allocated: storages free their buffers when they die."""
+    return torch.accelerator.memory_reserved(_index(device))
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return torch.accelerator.max_memory_reserved(_index(device))
+
+
 def reset_peak_memory_stats(device: Any = None) -> None:
     _C.reset_peak_memory_stats(_index(device))
 
 
-def memory_stats(device: Any = None) -> dict:
-    idx = _index(device)
-    return {
-        "allocated_bytes.all.current": _C.memory_allocated(idx),
-        "allocated_bytes.all.peak": _C.max_memory_allocated(idx),
-        "allocation.all.allocated": _C.num_allocations(idx),
-    }
+def reset_max_memory_allocated(device: Any = None) -> None:
+    reset_peak_memory_stats(device)
+
+
+def reset_accumulated_memory_stats(device: Any = None) -> None:
+    torch.accelerator.reset_accumulated_memory_stats(_index(device))
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes: the plugin's memory limit where it reports one,
+    host memory on the CPU plugin (whose device memory is host memory)."""
+    return tuple(_C.mem_get_info(_index(device)))
 
 
 def empty_cache() -> None:
-    """Storages free their device buffers as soon as they die; nothing is cached."""
+    """Nothing is cached: storages free their device buffers as soon as they die."""
+    torch.accelerator.empty_cache()
+
+
+def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
+    """A readable table of memory_stats(), as torch.cuda.memory_summary."""
+    idx = _index(device)
+    st = memory_stats(idx)
+
+    def fmt(n):
+        for unit in ("B", "KiB", "MiB", "GiB"):
+            if abs(n) < 1024 or unit == "GiB":
+                return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+            n /= 1024
+
+    rows = [("Allocated memory", "allocated_bytes", fmt), ("Active memory", "active_bytes", fmt),
+            ("Requested memory", "requested_bytes", fmt), ("Reserved memory", "reserved_bytes", fmt),
+            ("Allocations", "allocation", str), ("Active allocs", "active", str)]
+    free, total = mem_get_info(idx)
+    lines = [f"torch_tpu memory summary, device tpu:{idx} ({get_device_name(idx)})",
+             f"{'Metric':<20}{'Cur Usage':>14}{'Peak Usage':>14}{'Tot Alloc':>14}{'Tot Freed':>14}"]
+    for label, key, f in rows:
+        vals = [st.get(f"{key}.all.{k}", 0) for k in ("current", "peak", "allocated", "freed")]
+        lines.append(f"{label:<20}" + "".join(f"{f(v):>14}" for v in vals))
+    lines.append(f"OOMs: {st.get('num_ooms', 0)}   device free/total: {fmt(free)} / {fmt(total)}")
+    return "\n".join(lines)
 
 
 # --- runtime introspection ---------------------------------------------------

@@ -45,6 +45,8 @@ struct MemoryStats {
 };
 MemoryStats memory_stats(int device);
 void reset_peak(int device);
+// (free, total) bytes of the device's memory (allocator.cpp says where from).
+std::pair<size_t, size_t> memory_info(int device);
 
 // Random state for random ops: (key, counter), advancing the generator.
 std::pair<uint64_t, uint64_t> next_rng_state(const std::optional<at::Generator>& gen, int device, uint64_t numel);

@@ -1,5 +1,4 @@
-// Device integration: allocator with address ranges and byte accounting,
-// DeviceGuardImpl, PrivateUse1 hooks, the random generator, and the Python
+// Device integration: DeviceGuardImpl, PrivateUse1 hooks, the random generator, and the Python
 // module torch_tpu._C.
 #include <sys/mman.h>
 
@@ -123,159 +122,13 @@ void rethrow_as_torch_error(const std::string& what) {
 }
 
 // ---------------------------------------------------------------------------
-// Address ranges: every storage gets its own non-overlapping range inside a
-// reserved, inaccessible region, so data_ptr arithmetic and overlap checks
-// behave as on CPU and a stray host dereference faults loudly.
+// The current device (per thread, as CUDA's).
 
 namespace {
-
-constexpr size_t kAlign = 64;
-
-class AddressSpace {
- public:
-  uintptr_t reserve(size_t nbytes) {
-    size_t size = round(nbytes);
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& bin = free_[size];
-    if (!bin.empty()) {
-      uintptr_t a = bin.back();
-      bin.pop_back();
-      return a;
-    }
-    if (!base_) map();
-    if (next_ + size > limit_) {
-      // Out of reserved addresses: map another region.
-      map();
-    }
-    uintptr_t a = next_;
-    next_ += size;
-    return a;
-  }
-  void release(uintptr_t addr, size_t nbytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_[round(nbytes)].push_back(addr);
-  }
-
- private:
-  static size_t round(size_t n) { return n == 0 ? kAlign : (n + kAlign - 1) / kAlign * kAlign; }
-  void map() {
-    size_t len = size_t{1} << 42;  // 4 TiB of address space, no memory behind it
-    void* p = MAP_FAILED;
-    while (len >= (size_t{1} << 30)) {
-      p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (p != MAP_FAILED) break;
-      len >>= 1;
-    }
-    TORCH_CHECK(p != MAP_FAILED, "torch_tpu: cannot reserve address space for device storages");
-    base_ = reinterpret_cast<uintptr_t>(p);
-    next_ = base_ + kAlign;  // never hand out the region's first byte
-    limit_ = base_ + len;
-  }
-  std::mutex mu_;
-  uintptr_t base_ = 0, next_ = 0, limit_ = 0;
-  std::map<size_t, std::vector<uintptr_t>> free_;
-};
-
-AddressSpace& address_space() {
-  static AddressSpace* s = new AddressSpace();
-  return *s;
-}
-
-std::mutex g_stats_mutex;
-std::map<int, MemoryStats> g_stats;
-
 thread_local int t_current_device = 0;
-
 }  // namespace
-
-MemoryStats memory_stats(int device) {
-  std::lock_guard<std::mutex> lock(g_stats_mutex);
-  return g_stats[device];
-}
-
-void reset_peak(int device) {
-  std::lock_guard<std::mutex> lock(g_stats_mutex);
-  auto& s = g_stats[device];
-  s.peak = s.allocated;
-}
 
 int current_device() { return t_current_device; }
-
-// ---------------------------------------------------------------------------
-// Allocator
-
-namespace {
-
-void delete_handle(void* ctx) {
-  auto* h = static_cast<runtime::StorageHandle*>(ctx);
-  address_space().release(h->address, h->nbytes);
-  {
-    std::lock_guard<std::mutex> lock(g_stats_mutex);
-    g_stats[h->device].allocated -= static_cast<int64_t>(h->nbytes);
-  }
-  delete h;
-}
-
-class TpuAllocator final : public c10::Allocator {
- public:
-  c10::DataPtr allocate(size_t nbytes) override {
-    int device = current_device();
-    auto* h = new runtime::StorageHandle();
-    h->device = device;
-    h->nbytes = nbytes;
-    h->address = address_space().reserve(nbytes);
-    {
-      std::lock_guard<std::mutex> lock(g_stats_mutex);
-      auto& s = g_stats[device];
-      s.allocated += static_cast<int64_t>(nbytes);
-      s.peak = std::max(s.peak, s.allocated);
-      s.num_allocs++;
-    }
-    return {reinterpret_cast<void*>(h->address), h, &delete_handle,
-            c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device))};
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    TORCH_CHECK(false, "torch_tpu: raw copies between device storages are not supported (", count,
-                " bytes); use tensor.copy_()");
-  }
-};
-
-TpuAllocator g_allocator;
-
-// Storages created from Python (torch.UntypedStorage(n, device='tpu'), which
-// torch.load uses to restore tensors) find the allocator through this table.
-struct RegisterAllocator {
-  RegisterAllocator() { c10::SetAllocator(c10::DeviceType::PrivateUse1, &g_allocator); }
-} g_register_allocator;
-
-}  // namespace
-
-c10::Allocator* tpu_allocator() { return &g_allocator; }
-
-runtime::StorageHandle& handle_of(const at::Tensor& t) {
-  void* ctx = t.storage().data_ptr().get_context();
-  TORCH_CHECK(ctx != nullptr && t.storage().data_ptr().get_deleter() == &delete_handle,
-              "torch_tpu: tensor on ", t.device(), " has no device storage");
-  return *static_cast<runtime::StorageHandle*>(ctx);
-}
-
-void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes) {
-  TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
-  auto* old = static_cast<runtime::StorageHandle*>(storage.data_ptr().get_context());
-  TORCH_CHECK(old != nullptr, "torch_tpu: storage has no device handle");
-  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(old->device)));
-  BufferPtr moved;
-  try {
-    moved = runtime::resized_buffer(*old, new_nbytes);
-  } catch (...) {
-    rethrow_as_torch_error("storage resize");
-  }
-  c10::DataPtr fresh = g_allocator.allocate(new_nbytes);
-  static_cast<runtime::StorageHandle*>(fresh.get_context())->buffer = moved;
-  const_cast<c10::Storage&>(storage).set_data_ptr_noswap(std::move(fresh));
-  const_cast<c10::Storage&>(storage).set_nbytes(new_nbytes);
-}
 
 // ---------------------------------------------------------------------------
 // synchronize(): the client tracks completion events of every execution.
@@ -537,6 +390,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("max_memory_allocated", [](int device) { return aten::memory_stats(device).peak; });
   m.def("num_allocations", [](int device) { return aten::memory_stats(device).num_allocs; });
   m.def("reset_peak_memory_stats", [](int device) { aten::reset_peak(device); });
+  m.def("mem_get_info", [](int device) { return aten::memory_info(device); });
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(aten::default_generator(device)));
   });

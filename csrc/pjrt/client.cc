@@ -486,4 +486,15 @@ int64_t Client::device_bytes_in_use(int device) const {
   return a.bytes_in_use;
 }
 
+int64_t Client::device_bytes_limit(int device) const {
+  auto a = zeroed<PJRT_Device_MemoryStats_Args>(PJRT_Device_MemoryStats_Args_STRUCT_SIZE);
+  a.device = devices_.at(device);
+  PJRT_Error* e = api_->PJRT_Device_MemoryStats(&a);
+  if (e) {
+    destroy_error(api_, e);
+    return -1;
+  }
+  return a.bytes_limit_is_set ? a.bytes_limit : -1;
+}
+
 }  // namespace ttpu::pjrt

@@ -165,6 +165,8 @@ class Client {
 
   // Device memory in use as the plugin reports it, or -1 when unsupported.
   int64_t device_bytes_in_use(int device) const;
+  // The device's memory limit as the plugin reports it, or -1 when unsupported.
+  int64_t device_bytes_limit(int device) const;
 
   const abi::PJRT_Api* api() const { return api_; }
   void check(abi::PJRT_Error* err, const char* what) const;
