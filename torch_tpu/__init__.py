@@ -41,7 +41,7 @@ def _register() -> None:
         torch.utils.rename_privateuse1_backend("tpu")
     torch._register_device_module("tpu", device_module)
     torch.utils.generate_methods_for_privateuse1_backend(
-        for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=False)
+        for_tensor=True, for_module=True, for_storage=True, for_packed_sequence=True)
     _printing.install()
     from . import execution_mode
     execution_mode._init_from_env()

@@ -198,6 +198,23 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void synchronizeStream(const c10::Stream& s) const override { synchronize_device(s.device_index()); }
   void synchronizeEvent(void*) const override { synchronize_device(-1); }
   void synchronizeDevice(const c10::DeviceIndex d) const override { synchronize_device(d); }
+  // torch.accelerator.get_device_capability: the dtypes a 'tpu' tensor can hold.
+  c10::DeviceCapability getDeviceCapability(c10::Device) const override {
+    c10::DeviceCapability cap;
+    auto supported = [](at::ScalarType t) {
+      try {
+        elem_of(t);
+        return true;
+      } catch (...) {
+        return false;
+      }
+    };
+#define TTPU_CLEAR_UNSUPPORTED(_1, n) \
+  if (!supported(at::ScalarType::n)) cap.capability_data.supported_scalar_types.has_##n = 0;
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(TTPU_CLEAR_UNSUPPORTED)
+#undef TTPU_CLEAR_UNSUPPORTED
+    return cap;
+  }
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
@@ -274,6 +291,9 @@ uint64_t rng_draws() { return g_rng_draws.load(); }
 std::pair<uint64_t, uint64_t> next_rng_state(const std::optional<at::Generator>& gen, int device, uint64_t numel) {
   g_rng_draws++;
   at::Generator g = gen.has_value() && gen->defined() ? *gen : default_generator(device);
+  // As CUDA: a generator of another device (a CPU torch.Generator) is refused.
+  TORCH_CHECK(g.device().type() == c10::DeviceType::PrivateUse1, "Expected a 'tpu' device type for generator but found '",
+              c10::DeviceTypeName(g.device().type(), /*lower_case=*/true), "'");
   std::lock_guard<std::mutex> lock(g.mutex());
   auto* impl = g.get<TpuGenerator>();
   TORCH_CHECK(impl != nullptr, "torch_tpu: generator is not a tpu generator");

@@ -381,6 +381,10 @@ std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRe
       ms.emplace_back(l);
     } else if (plan.args[i].kind == AK::Generator) {
       ms.emplace_back(c10::IValue());
+    } else if (v.isDevice()) {
+      // A factory op (triu_indices(..., device='tpu')) dispatches on its
+      // device argument: on 'tpu' the meta call would come back here.
+      ms.emplace_back(c10::Device(c10::kMeta));
     } else {
       ms.push_back(v);
     }

@@ -322,6 +322,7 @@ const std::vector<Lowering>& lowering_table() {
     append_masked(t);
     append_special(t);
     append_amp(t);
+    append_rnn(t);
     return t;
   }();
   return table;

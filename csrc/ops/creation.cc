@@ -1,4 +1,5 @@
-// Tensor creation and filling: fill_, zero_, arange, linspace.
+// Tensor creation and filling: fill_, zero_, arange, linspace, eye,
+// tril/triu_indices.
 // Start/end/step are runtime scalars, so a new range reuses the executable.
 #include "ops/lowering.h"
 
@@ -77,6 +78,34 @@ std::vector<Value> eye(LowerCtx& c) {
   return {c.b.convert(diag, out.elem)};
 }
 
+// tril_indices / triu_indices(row, col, offset): the (row, col) coordinates
+// of the lower (upper) triangle in row-major order, as a [2, N] tensor (N
+// from PyTorch's meta function). Each cell of the row x col grid that is kept
+// goes to the position its prefix count gives; the others are dropped.
+std::vector<Value> triangle_indices(LowerCtx& c, bool lower) {
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  const int64_t rows = c.i(0), cols = c.i(1), offset = c.i(2), n = out.dims[1];
+  if (n == 0) return {b.constant(0, out.elem, out.dims)};
+  const int64_t cells = rows * cols;
+  TensorType it{ElemType::S64, {cells}};
+  Value cell = b.iota(it, 0);
+  Value col_count = b.constant_int(cols, ElemType::S64, {cells});
+  Value r = b.div(cell, col_count), col = b.binary("remainder", cell, col_count);
+  Value diag = b.sub(col, r);  // column minus row
+  Value bound = b.constant_int(offset, ElemType::S64, {cells});
+  Value keep = b.compare(lower ? shlo::Compare::LE : shlo::Compare::GE, diag, bound);
+  Value pos = b.sub(prefix_sum(b, b.convert(keep, ElemType::S64), 0), b.constant_int(1, ElemType::S64, {cells}));
+  pos = b.select(keep, pos, b.constant_int(n, ElemType::S64, {cells}));  // out of range: dropped
+  Value base = b.constant_int(0, ElemType::S64, {n});
+  Value rr = b.scatter_flat(base, pos, r), cc = b.scatter_flat(base, pos, col);
+  Value both = b.concatenate({b.reshape(rr, {1, n}), b.reshape(cc, {1, n})}, 0);
+  return {b.convert(both, out.elem)};
+}
+
+std::vector<Value> tril_indices(LowerCtx& c) { return triangle_indices(c, true); }
+std::vector<Value> triu_indices(LowerCtx& c) { return triangle_indices(c, false); }
+
 }  // namespace
 
 void append_creation(std::vector<Lowering>& t) {
@@ -86,6 +115,8 @@ void append_creation(std::vector<Lowering>& t) {
   t.push_back({"linspace", linspace, {"linspace.out"}});
   t.push_back({"logspace", logspace, {"logspace.out"}});
   t.push_back({"eye", eye, {"eye.out", "eye.m_out"}});
+  t.push_back({"tril_indices", tril_indices, {"tril_indices", "tril_indices.out"}});
+  t.push_back({"triu_indices", triu_indices, {"triu_indices", "triu_indices.out"}});
 }
 
 }  // namespace ttpu::ops

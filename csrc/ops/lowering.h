@@ -136,6 +136,7 @@ void append_pool(std::vector<Lowering>& t);
 void append_masked(std::vector<Lowering>& t);
 void append_special(std::vector<Lowering>& t);
 void append_amp(std::vector<Lowering>& t);
+void append_rnn(std::vector<Lowering>& t);
 
 // Helpers shared by lowerings.
 Value to_type(Builder& b, const Value& v, ElemType t);
