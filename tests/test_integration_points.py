@@ -114,3 +114,48 @@ def test_recurrent_layers_match_cpu_forward_and_backward(name, mode):
     torch.testing.assert_close(xd.grad.cpu(), x.grad, atol=1e-5, rtol=1e-4)
     for (n, p), (_, q) in zip(cpu.named_parameters(), dev.named_parameters()):
         torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-5, rtol=1e-4, msg=n)
+
+
+# --- processes and DLPack: clear errors, never a hang or an unreadable tensor ---
+
+def _receive(q, out):
+    try:
+        out.put(("received", q.get(timeout=120)))
+    except Exception as e:  # noqa: BLE001  (the error travels back to the test)
+        out.put(("raised", f"{type(e).__name__}: {e}"))
+
+
+def test_sending_a_tpu_tensor_to_another_process_fails_clearly():
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    # pickled in the caller: the caller gets the error
+    a, b = ctx.Pipe()
+    with pytest.raises(RuntimeError, match="cannot be sent to another process.*tensor.cpu"):
+        a.send(torch.ones(3, device=DEV))
+    with pytest.raises(RuntimeError, match="cannot be sent"):
+        a.send(torch.ones(3, device=DEV).untyped_storage())
+    # mp.Queue pickles in a feeder thread: the receiver raises instead of waiting forever
+    q, out = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_receive, args=(q, out))
+    p.start()
+    try:
+        q.put(torch.ones(3, device=DEV))
+        kind, what = out.get(timeout=180)
+    finally:
+        p.join(timeout=60)
+        if p.is_alive():
+            p.kill()
+    assert kind == "raised" and "cannot be sent to another process" in what, what
+    # CPU tensors still travel as before
+    a.send(torch.arange(3))
+    assert b.poll(30) and torch.equal(b.recv(), torch.arange(3))
+
+
+def test_dlpack_of_a_tpu_tensor_is_a_clear_error():
+    x = torch.arange(6.0, device=DEV)
+    with pytest.raises((RuntimeError, ValueError, BufferError)) as e:
+        y = torch.from_dlpack(torch.utils.dlpack.to_dlpack(x))
+        y.cpu()  # reading it must not silently give garbage
+    assert "DLPack" in str(e.value) or "Dlpack" in str(e.value)
+    with pytest.raises((RuntimeError, ValueError, BufferError)):
+        torch.from_dlpack(x)

@@ -267,8 +267,12 @@ c10::Allocator* tpu_allocator() { return &g_allocator; }
 
 runtime::StorageHandle& handle_of(const at::Tensor& t) {
   void* ctx = t.storage().data_ptr().get_context();
-  TORCH_CHECK(ctx != nullptr && t.storage().data_ptr().get_deleter() == &delete_handle,
-              "torch_tpu: tensor on ", t.device(), " has no device storage");
+  // A storage made around a 'tpu' address by someone else (torch.from_dlpack
+  // of a 'tpu' capsule, from_blob) has no device buffer behind it.
+  TORCH_CHECK(ctx != nullptr && t.storage().data_ptr().get_deleter() == &delete_handle, "torch_tpu: this tensor on ",
+              t.device(), " does not own torch_tpu device memory (was it made by torch.from_dlpack or from_blob "
+              "from a 'tpu' pointer?). DLPack exchange of 'tpu' tensors is not supported: their memory lives in "
+              "the PJRT runtime, not at data_ptr(). Exchange tensor.cpu() instead.");
   return *static_cast<runtime::StorageHandle*>(ctx);
 }
 
