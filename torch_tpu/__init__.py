@@ -50,6 +50,9 @@ def _register() -> None:
     _fused_optim.install()
     from . import _integrations
     _integrations.install()
+    if torch.distributed.is_available():
+        from . import distributed
+        distributed.install()  # c10d backend 'tpu' (torch_tpu/distributed.py)
     _registered = True
 
 

@@ -1,0 +1,200 @@
+"""One rank of tests/test_distributed.py: runs collectives and training on
+'tpu' through the 'tpu' c10d backend and the same on CPU through gloo, in one
+process, and prints one JSON line per check with both results.
+
+usage: RANK=r WORLD_SIZE=n MASTER_ADDR=.. MASTER_PORT=.. python worker.py CHECKS
+"""
+import json
+import os
+import sys
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import torch_tpu  # noqa: F401  (registers the device and the 'tpu' backend)
+
+RANK, WORLD = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+
+def report(name, got, ref):
+    ok = all(torch.equal(g.cpu(), r) if not g.is_floating_point() else
+             torch.allclose(g.cpu(), r, atol=1e-5, rtol=1e-5) for g, r in zip(got, ref))
+    print(json.dumps({"rank": RANK, "check": name, "ok": bool(ok),
+                      "got": [g.cpu().tolist() for g in got][:2], "ref": [r.tolist() for r in ref][:2]}), flush=True)
+
+
+def data(shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed * 100 + RANK)
+    t = torch.randn(shape, generator=g) * 10
+    return t.to(dtype) if dtype.is_floating_point else t.round().to(dtype)
+
+
+def collectives(gloo):
+    # the same collective on 'tpu' (default group) and on CPU (gloo group)
+    for dtype in (torch.float32, torch.bfloat16, torch.int64):
+        ops = [dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT]
+        if dtype.is_floating_point:
+            ops.append(dist.ReduceOp.AVG)
+        for op in ops:
+            x = data((3, 5), dtype)
+            d, c = x.to("tpu"), x.clone()
+            dist.all_reduce(d, op=op)
+            if op == dist.ReduceOp.AVG:  # gloo has no AVG: its reference is SUM / world
+                dist.all_reduce(c, op=dist.ReduceOp.SUM, group=gloo)
+                c = c / WORLD
+            else:
+                dist.all_reduce(c, op=op, group=gloo)
+            report(f"all_reduce[{dtype}, {op}]", [d], [c])
+    x = data((4, 3))
+    # non-contiguous input
+    d, c = x.to("tpu").t(), x.clone().t()
+    dist.all_reduce(d); dist.all_reduce(c, group=gloo)
+    report("all_reduce[transposed]", [d], [c])
+    outs_d = [torch.empty(4, 3, device="tpu") for _ in range(WORLD)]
+    outs_c = [torch.empty(4, 3) for _ in range(WORLD)]
+    dist.all_gather(outs_d, x.to("tpu")); dist.all_gather(outs_c, x, group=gloo)
+    report("all_gather", outs_d, outs_c)
+    od, oc = torch.empty(4 * WORLD, 3, device="tpu"), torch.empty(4 * WORLD, 3)
+    dist.all_gather_into_tensor(od, x.to("tpu")); dist.all_gather_into_tensor(oc, x, group=gloo)
+    report("all_gather_into_tensor", [od], [oc])
+    big = data((2 * WORLD, 3))
+    rd = torch.empty(2, 3, device="tpu")
+    dist.reduce_scatter_tensor(rd, big.to("tpu"))
+    ref = big.clone(); dist.all_reduce(ref, group=gloo)
+    report("reduce_scatter_tensor", [rd], [ref.chunk(WORLD)[RANK]])
+    rl = torch.empty(2, 3, device="tpu")
+    dist.reduce_scatter(rl, [c.to("tpu") for c in big.chunk(WORLD)])
+    report("reduce_scatter", [rl], [ref.chunk(WORLD)[RANK]])
+    b_d, b_c = data((5,), seed=3).to("tpu"), data((5,), seed=3)
+    dist.broadcast(b_d, src=1); dist.broadcast(b_c, src=1, group=gloo)
+    report("broadcast", [b_d], [b_c])
+    r_d, r_c = data((5,), seed=4).to("tpu"), data((5,), seed=4)
+    dist.reduce(r_d, dst=0); dist.reduce(r_c, dst=0, group=gloo)
+    report("reduce", [r_d if RANK == 0 else r_c], [r_c])
+    g_in = data((2,), seed=5)
+    g_d = [torch.empty(2, device="tpu") for _ in range(WORLD)] if RANK == 0 else None
+    g_c = [torch.empty(2) for _ in range(WORLD)] if RANK == 0 else None
+    dist.gather(g_in.to("tpu"), g_d, dst=0); dist.gather(g_in, g_c, dst=0, group=gloo)
+    report("gather", g_d or [], g_c or [])
+    s_src = [data((2,), seed=6 + i) for i in range(WORLD)]
+    s_d, s_c = torch.empty(2, device="tpu"), torch.empty(2)
+    dist.scatter(s_d, [t.to("tpu") for t in s_src] if RANK == 0 else None, src=0)
+    dist.scatter(s_c, s_src if RANK == 0 else None, src=0, group=gloo)
+    report("scatter", [s_d], [s_c])
+    a_in = data((WORLD * 2, 3), seed=7)
+    a_d, a_c = torch.empty_like(a_in, device="tpu"), torch.empty_like(a_in)
+    dist.all_to_all_single(a_d, a_in.to("tpu")); dist.all_to_all_single(a_c, a_in, group=gloo)
+    report("all_to_all_single", [a_d], [a_c])
+    # uneven splits: rank r sends r+1+j rows to rank j
+    in_splits = [RANK + 1 + j for j in range(WORLD)]
+    out_splits = [j + 1 + RANK for j in range(WORLD)]
+    u_in = data((sum(in_splits), 2), seed=8)
+    u_d, u_c = torch.empty(sum(out_splits), 2, device="tpu"), torch.empty(sum(out_splits), 2)
+    dist.all_to_all_single(u_d, u_in.to("tpu"), out_splits, in_splits)
+    dist.all_to_all_single(u_c, u_in, out_splits, in_splits, group=gloo)
+    report("all_to_all_single[uneven]", [u_d], [u_c])
+    l_in = [data((2,), seed=9 + j) for j in range(WORLD)]
+    l_d, l_c = [torch.empty(2, device="tpu") for _ in range(WORLD)], [torch.empty(2) for _ in range(WORLD)]
+    dist.all_to_all(l_d, [t.to("tpu") for t in l_in]); dist.all_to_all(l_c, l_in, group=gloo)
+    report("all_to_all", l_d, l_c)
+    # point to point, blocking and async
+    p = data((3,), seed=10)
+    if RANK == 0:
+        dist.send(p.to("tpu"), dst=1)
+        w = dist.isend(p.to("tpu") * 2, dst=1)
+        w.wait()
+        report("send", [p], [p])
+    elif RANK == 1:
+        got = torch.empty(3, device="tpu")
+        dist.recv(got, src=0)
+        got2 = torch.empty(3, device="tpu")
+        dist.irecv(got2, src=0).wait()
+        sent = torch.randn(3, generator=torch.Generator().manual_seed(1000)) * 10
+        report("recv", [got, got2], [sent, sent * 2])
+    t = torch.ones(2, device="tpu")
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    report("async_work", [t], [torch.full((2,), float(WORLD))])
+    dist.barrier()
+
+
+def ddp(gloo):
+    def train(device, group):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2)).to(device)
+        dmodel = nn.parallel.DistributedDataParallel(model, process_group=group)
+        opt = torch.optim.SGD(dmodel.parameters(), lr=0.1)
+        gen = torch.Generator().manual_seed(RANK)
+        for _ in range(4):
+            x, y = torch.randn(4, 8, generator=gen), torch.randn(4, 2, generator=gen)
+            opt.zero_grad()
+            nn.functional.mse_loss(dmodel(x.to(device)), y.to(device)).backward()
+            opt.step()
+        return [p.detach().cpu() for p in model.parameters()]
+    report("ddp", train("tpu", None), train("cpu", gloo))
+
+
+def fsdp2(gloo):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    def train(device):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2)).to(device)
+        if device == "tpu":
+            mesh = init_device_mesh("tpu", (WORLD,))
+            for layer in model:
+                if isinstance(layer, nn.Linear):
+                    fully_shard(layer, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        gen = torch.Generator().manual_seed(RANK)
+        grads_avg = device != "tpu"
+        for _ in range(3):
+            x, y = torch.randn(4, 8, generator=gen), torch.randn(4, 2, generator=gen)
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x.to(device)), y.to(device)).backward()
+            if grads_avg:  # the CPU reference: plain data parallel over gloo
+                for p in model.parameters():
+                    dist.all_reduce(p.grad, group=gloo)
+                    p.grad /= WORLD
+            opt.step()
+        if device == "tpu":
+            return [p.full_tensor().detach().cpu() for p in model.parameters()]
+        return [p.detach() for p in model.parameters()]
+    report("fsdp2", train("tpu"), train("cpu"))
+
+
+def dead_rank(gloo):
+    """Rank 1 dies; rank 0's next collective must fail with an error, not hang."""
+    import time
+    if RANK == 1:
+        sys.stdout.flush()
+        os._exit(0)
+    time.sleep(1)
+    t0 = time.time()
+    try:
+        dist.all_reduce(torch.ones(2, device="tpu"))
+        raised = ""
+    except Exception as e:  # noqa: BLE001
+        raised = f"{type(e).__name__}: {e}"
+    print(json.dumps({"rank": RANK, "check": "dead_rank", "ok": bool(raised), "got": [raised[:200]],
+                      "ref": [], "seconds": time.time() - t0}), flush=True)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def main():
+    checks = sys.argv[1].split(",")
+    backend = os.environ.get("TTPU_TEST_BACKEND", "tpu") or None  # "": init_process_group()'s default map
+    dist.init_process_group(backend, rank=RANK, world_size=WORLD, timeout=timedelta(seconds=60))
+    gloo = dist.new_group(backend="gloo")
+    for name in checks:
+        globals()[name](gloo)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""The c10d backend for 'tpu': ``torch.distributed.init_process_group("tpu")``.
+
+One process per device, on PyTorch's own distributed engine: the backend is a
+``c10d.Backend`` registered for device 'tpu' (as NCCL is for 'cuda'), so
+``init_process_group("tpu")``, ``init_process_group()`` (device map
+``cpu:gloo,tpu:tpu``), ``device_id=torch.device("tpu", r)``, DDP, FSDP2,
+DTensor and the functional collectives reach it through c10d's ordinary
+dispatch (c10d's PrivateUse1 kernels call this backend).
+
+Transport, today: host-staged. The collective's 'tpu' tensors are copied to
+the host (a sync point: the device work producing them completes first, in
+every execution mode, since the copy reads their values), the collective runs
+in a gloo process group built on the same store, and the results are copied
+back into the 'tpu' tensors. Gloo's missing pieces are filled in here:
+ReduceOp.AVG is a SUM divided by the group size, on the device. Every
+collective completes before it returns, so a returned ``Work`` is already
+done (``wait()`` is free, futures are already set).
+
+The device-native path (PJRT clients created with the store's key-value
+callbacks, StableHLO collectives compiled per rank) belongs behind this same
+interface; it is not built yet (see the README's distributed section).
+"""
+from __future__ import annotations
+
+import datetime
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import Backend as _CBackend
+from torch._C._distributed_c10d import Work as _CWork
+
+BACKEND_NAME = "tpu"
+
+
+class _DoneWork(_CWork):
+    """A collective that already completed; its future holds the outputs."""
+
+    def __init__(self, result):
+        super().__init__()
+        self._result = result
+        self._future = torch.futures.Future()
+        self._future.set_result(result)
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def is_success(self):
+        return True
+
+    def result(self):
+        return self._result
+
+    def get_future(self):
+        return self._future
+
+    def synchronize(self):
+        pass
+
+
+def _host(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to("cpu").contiguous()
+
+
+def _flat(lists):
+    return [t for ts in lists for t in ts]
+
+
+class TpuBackend(_CBackend):
+    """Host-staged collectives for 'tpu' tensors over a gloo group."""
+
+    def __init__(self, store, rank: int, size: int, timeout: datetime.timedelta):
+        super().__init__(rank, size)
+        self._rank, self._size = rank, size
+        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("torch_tpu/", store), rank, size, timeout)
+
+    def getBackendName(self):  # noqa: N802  (c10d's name)
+        return BACKEND_NAME
+
+    # c10d reads these as attributes; as plain class attributes (not
+    # properties) they do not bounce between Python and the C++ trampoline.
+    supports_splitting = False
+    supports_coalescing = False
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _run(self, work):
+        work.wait()
+
+    def _reduce_opts(self, opts, cls):
+        """Gloo has no AVG: run SUM and divide afterwards."""
+        avg = opts.reduceOp == dist.ReduceOp.AVG
+        if not avg:
+            return opts, False
+        o = cls()
+        o.reduceOp = dist.ReduceOp.SUM
+        for name in ("timeout", "rootRank", "rootTensor"):
+            if hasattr(opts, name):
+                setattr(o, name, getattr(opts, name))
+        return o, True
+
+    def _finish(self, targets, hosts, avg=False):
+        for t, h in zip(targets, hosts):
+            if avg:
+                if not h.is_floating_point() and not h.is_complex():
+                    raise RuntimeError(f"torch_tpu: ReduceOp.AVG needs a floating point tensor, got {h.dtype}")
+                h = h / self._size
+            t.copy_(h)
+        return _DoneWork(targets)
+
+    # -- collectives -----------------------------------------------------------
+
+    def allreduce(self, tensors, opts=None):
+        opts = opts or dist.AllreduceOptions()
+        o, avg = self._reduce_opts(opts, dist.AllreduceOptions)
+        hosts = [_host(t) for t in tensors]
+        self._run(self._gloo.allreduce(hosts, o))
+        return self._finish(tensors, hosts, avg)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        opts = opts or dist.AllreduceCoalescedOptions()
+        hosts = [_host(t) for t in tensors]
+        o = dist.AllreduceOptions()
+        o.reduceOp = dist.ReduceOp.SUM if opts.reduceOp == dist.ReduceOp.AVG else opts.reduceOp
+        self._run(self._gloo.allreduce(hosts, o))
+        return self._finish(tensors, hosts, opts.reduceOp == dist.ReduceOp.AVG)
+
+    def broadcast(self, tensors, opts=None):
+        opts = opts or dist.BroadcastOptions()
+        hosts = [_host(t) for t in tensors]
+        self._run(self._gloo.broadcast(hosts, opts))
+        return self._finish(tensors, hosts)
+
+    def reduce(self, tensors, opts=None):
+        opts = opts or dist.ReduceOptions()
+        o, avg = self._reduce_opts(opts, dist.ReduceOptions)
+        hosts = [_host(t) for t in tensors]
+        self._run(self._gloo.reduce(hosts, o))
+        if self._rank != opts.rootRank:
+            return _DoneWork(tensors)  # only the root's tensor is defined after a reduce
+        return self._finish(tensors, hosts, avg)
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.AllgatherOptions()
+        hosts_out = [[torch.empty_like(t, device="cpu") for t in ts] for ts in output_tensors]
+        hosts_in = [_host(t) for t in input_tensors]
+        self._run(self._gloo.allgather(hosts_out, hosts_in, opts))
+        self._finish(_flat(output_tensors), _flat(hosts_out))
+        return _DoneWork(output_tensors)
+
+    def _allgather_base(self, output, input, opts=None):
+        opts = opts or dist.AllgatherOptions()
+        host_out = torch.empty_like(output, device="cpu")
+        self._run(self._gloo._allgather_base(host_out, _host(input), opts))
+        return self._finish([output], [host_out])
+
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        for o, i in zip(outputs, inputs):
+            self._allgather_base(o, i, opts)
+        return _DoneWork(outputs)
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.ReduceScatterOptions()
+        # as a reduce of each chunk list through allreduce, then the own chunk
+        results = []
+        for out, ins in zip(output_tensors, input_tensors):
+            stacked = torch.stack([_host(t) for t in ins])
+            o = dist.AllreduceOptions()
+            avg = opts.reduceOp == dist.ReduceOp.AVG
+            o.reduceOp = dist.ReduceOp.SUM if avg else opts.reduceOp
+            self._run(self._gloo.allreduce([stacked], o))
+            results.append((out, stacked[self._rank], avg))
+        for out, h, avg in results:
+            self._finish([out], [h], avg)
+        return _DoneWork(output_tensors)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        opts = opts or dist.ReduceScatterOptions()
+        chunks = list(input.chunk(self._size))
+        return self.reduce_scatter([output], [chunks], opts)
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        for o, i in zip(outputs, inputs):
+            self._reduce_scatter_base(o, i, opts)
+        return _DoneWork(outputs)
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.GatherOptions()
+        hosts_out = [[torch.empty_like(t, device="cpu") for t in ts] for ts in output_tensors]
+        self._run(self._gloo.gather(hosts_out, [_host(t) for t in input_tensors], opts))
+        if self._rank == opts.rootRank:
+            self._finish(_flat(output_tensors), _flat(hosts_out))
+        return _DoneWork(output_tensors)
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.ScatterOptions()
+        hosts_out = [torch.empty_like(t, device="cpu") for t in output_tensors]
+        hosts_in = [[_host(t) for t in ts] for ts in input_tensors]
+        self._run(self._gloo.scatter(hosts_out, hosts_in, opts))
+        return self._finish(output_tensors, hosts_out)
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        opts = opts or dist.AllToAllOptions()
+        host_out = torch.empty_like(output, device="cpu")
+        self._run(self._gloo.alltoall_base(host_out, _host(input), output_split_sizes, input_split_sizes, opts))
+        return self._finish([output], [host_out])
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.AllToAllOptions()
+        hosts_out = [torch.empty_like(t, device="cpu") for t in output_tensors]
+        self._run(self._gloo.alltoall(hosts_out, [_host(t) for t in input_tensors], opts))
+        return self._finish(output_tensors, hosts_out)
+
+    def send(self, tensors, dst_rank, tag=0):
+        self._run(self._gloo.send([_host(t) for t in tensors], dst_rank, tag))
+        return _DoneWork(tensors)
+
+    def recv(self, tensors, src_rank, tag=0):
+        hosts = [torch.empty_like(t, device="cpu") for t in tensors]
+        self._run(self._gloo.recv(hosts, src_rank, tag))
+        return self._finish(tensors, hosts)
+
+    def recv_anysource(self, tensors, tag=0):
+        hosts = [torch.empty_like(t, device="cpu") for t in tensors]
+        self._run(self._gloo.recv_anysource(hosts, tag))
+        return self._finish(tensors, hosts)
+
+    def barrier(self, opts=None):
+        torch.tpu.synchronize()
+        self._run(self._gloo.barrier(opts or dist.BarrierOptions()))
+        return _DoneWork([])
+
+
+def _create(store, rank, size, timeout):
+    return TpuBackend(store, rank, size, timeout)
+
+
+def install() -> None:
+    """Registers the 'tpu' c10d backend (idempotent; needs torch.distributed)."""
+    if not dist.is_available() or BACKEND_NAME in dist.Backend.backend_list:
+        return
+    dist.Backend.register_backend(BACKEND_NAME, _create, devices=["tpu"])
+
+
+# torch 2.14's canonical names for the single-buffer collectives (the c10d
+# trampoline forwards these; the older names stay for older callers).
+TpuBackend.all_gather_single = TpuBackend._allgather_base
+TpuBackend.all_gather_single_coalesced = TpuBackend.allgather_into_tensor_coalesced
+TpuBackend.reduce_scatter_single = TpuBackend._reduce_scatter_base
+TpuBackend.reduce_scatter_single_coalesced = TpuBackend.reduce_scatter_tensor_coalesced
+TpuBackend.all_to_all_single = TpuBackend.alltoall_base
