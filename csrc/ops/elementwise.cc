@@ -49,6 +49,13 @@ std::vector<Value> binary(LowerCtx& c, const char* op) {
   return finish(c, c.b.binary(op, in(c, 0, ct), in(c, 1, ct)));
 }
 
+// maximum/minimum: Builder::max/min propagate NaN like CPU.
+std::vector<Value> max_min(LowerCtx& c, bool is_max) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value a = in(c, 0, ct), b = in(c, 1, ct);
+  return finish(c, is_max ? c.b.max(a, b) : c.b.min(a, b));
+}
+
 Value floor_div_int(Builder& b, const Value& a, const Value& d) {
   // Python floor division for integers: truncate, then step down when the signs differ.
   Value q = b.div(a, d);
@@ -356,8 +363,8 @@ void append_elementwise(std::vector<Lowering>& t) {
   t.push_back({"rshift", [](LowerCtx& c) { return shift(c, false); },
                {"__rshift__.Scalar", "__rshift__.Tensor", "__irshift__.Scalar", "__irshift__.Tensor",
                 "bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor", "bitwise_right_shift.Tensor_out"}});
-  t.push_back({"maximum", [](LowerCtx& c) { return binary(c, "maximum"); }, {"maximum", "maximum.out"}});
-  t.push_back({"minimum", [](LowerCtx& c) { return binary(c, "minimum"); }, {"minimum", "minimum.out"}});
+  t.push_back({"maximum", [](LowerCtx& c) { return max_min(c, true); }, {"maximum", "maximum.out"}});
+  t.push_back({"minimum", [](LowerCtx& c) { return max_min(c, false); }, {"minimum", "minimum.out"}});
   t.push_back({"pow", pow_tt, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"}});
   t.push_back({"pow_scalar", square_like_pow_scalar, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out"}});
   t.push_back({"pow_scalar_base", pow_scalar_base, {"pow.Scalar", "pow.Scalar_out"}});
