@@ -488,7 +488,13 @@ class TableKernel final : public c10::OperatorKernel {
     int64_t first_numel = -1;
     bool skip_self = (lowering_->flags & ops::kNoReadSelf) && plan_.variant == Variant::Inplace;
 
-    auto add_tensor = [&](const at::Tensor& t, bool is_self, bool host_ok = false) {
+    auto add_tensor = [&](const at::Tensor& operand, bool is_self, bool host_ok = false) {
+      // Lazy conj/neg bits: mm/bmm/addmm (and views) are conj-aware in
+      // PyTorch, so the Conjugate fallback hands `m.mH` over unresolved; the
+      // lowering sees stored values, so operands are resolved first.
+      at::Tensor resolved;
+      if (operand.is_conj() || operand.is_neg()) resolved = operand.resolve_conj().resolve_neg();
+      const at::Tensor& t = resolved.defined() ? resolved : operand;
       if (first_numel < 0) first_numel = t.numel();
       if (t.is_privateuseone()) {
         if (is_self && skip_self) {

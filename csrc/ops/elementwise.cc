@@ -111,6 +111,18 @@ std::vector<Value> compare(LowerCtx& c, Compare dir) {
   return finish(c, c.b.compare(dir, a, b));
 }
 
+// abs of a complex tensor is its magnitude (a real result): stablehlo.abs
+// takes the complex value itself; converting it to the real result type
+// first would keep only the real part.
+std::vector<Value> abs(LowerCtx& c) {
+  Value x = c.t(0);
+  if (shlo::is_complex(x.type.elem)) {
+    ElemType part = x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+    return finish(c, c.b.op("abs", {x}, TensorType{part, x.type.dims}));
+  }
+  return unary_same(c, "abs");
+}
+
 std::vector<Value> logical(LowerCtx& c, const char* op) {
   Value a = in(c, 0, ElemType::Pred), b = in(c, 1, ElemType::Pred);
   return finish(c, c.b.binary(op, a, b));
@@ -405,7 +417,7 @@ void append_elementwise(std::vector<Lowering>& t) {
   t.push_back({"ceil", [](LowerCtx& c) { return unary_same(c, "ceil"); }, {"ceil", "ceil_", "ceil.out"}});
   t.push_back({"round", [](LowerCtx& c) { return unary_same(c, "round_nearest_even"); }, {"round", "round_", "round.out"}});
   t.push_back({"neg", [](LowerCtx& c) { return unary_same(c, "negate"); }, {"neg", "neg_", "neg.out"}});
-  t.push_back({"abs", [](LowerCtx& c) { return unary_same(c, "abs"); }, {"abs", "abs_", "abs.out"}});
+  t.push_back({"abs", abs, {"abs", "abs_", "abs.out"}});
   t.push_back({"sign", sign, {"sign", "sign_", "sign.out", "sgn", "sgn_", "sgn.out"}});
   t.push_back({"isnan", isnan, {"isnan"}});
   t.push_back({"isinf", [](LowerCtx& c) { return inf_test(c, 0, false); }, {"isinf"}});
