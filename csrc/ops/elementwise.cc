@@ -295,18 +295,42 @@ std::vector<Value> logical_not(LowerCtx& c) {
 
 std::vector<Value> bitwise_not(LowerCtx& c) { return {c.b.unary("not", in(c, 0, c.out().elem))}; }
 
+// A complex value is NaN (or infinite) when either part is, and finite when
+// both parts are.
+std::pair<Value, Value> complex_parts(Builder& b, const Value& z) {
+  TensorType pt{z.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, z.type.dims};
+  return {b.op("real", {z}, pt), b.op("imag", {z}, pt)};
+}
+
+Value is_nan(Builder& b, const Value& x) { return b.compare(Compare::NE, x, x); }
+
+Value is_inf(Builder& b, const Value& x) {
+  return b.compare(Compare::EQ, b.unary("abs", x), b.constant(INFINITY, x.type.elem, x.type.dims));
+}
+
+Value is_finite(Builder& b, const Value& x) { return b.op("is_finite", {x}, TensorType{ElemType::Pred, x.type.dims}); }
+
 std::vector<Value> isnan(LowerCtx& c) {
   Value x = c.t(0);
+  if (shlo::is_complex(x.type.elem)) {
+    auto [re, im] = complex_parts(c.b, x);
+    return {c.b.binary("or", is_nan(c.b, re), is_nan(c.b, im))};
+  }
   if (!shlo::is_float(x.type.elem)) return {c.b.constant(0, ElemType::Pred, c.out().dims)};
-  return {c.b.compare(Compare::NE, x, x)};
+  return {is_nan(c.b, x)};
 }
 
 // isinf/isposinf/isneginf/isfinite: integers are always finite.
 std::vector<Value> inf_test(LowerCtx& c, int sign, bool finite) {
   Value x = c.t(0);
   Builder& b = c.b;
+  if (shlo::is_complex(x.type.elem)) {  // isposinf/isneginf refuse complex in the meta function
+    auto [re, im] = complex_parts(b, x);
+    if (finite) return {b.binary("and", is_finite(b, re), is_finite(b, im))};
+    return {b.binary("or", is_inf(b, re), is_inf(b, im))};
+  }
   if (!shlo::is_float(x.type.elem)) return {b.constant(finite ? 1 : 0, ElemType::Pred, c.out().dims)};
-  if (finite) return {b.op("is_finite", {x}, TensorType{ElemType::Pred, x.type.dims})};
+  if (finite) return {is_finite(b, x)};
   Value pos = b.compare(Compare::EQ, x, b.constant(INFINITY, x.type.elem, x.type.dims));
   Value neg = b.compare(Compare::EQ, x, b.constant(-INFINITY, x.type.elem, x.type.dims));
   if (sign > 0) return {pos};
