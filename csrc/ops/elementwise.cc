@@ -135,7 +135,14 @@ std::vector<Value> bitwise(LowerCtx& c, const char* op) {
 
 Value sigmoid(Builder& b, const Value& x) { return b.unary("logistic", x); }
 
-Value erf(Builder& b, const Value& x) { return b.op("chlo.erf", {x}, x.type); }
+// CHLO's erf approximation saturates below 1 (erf(4.f) = 0.99999982, where
+// CPU's is exactly 1, so erf(x).long() differs): in the tails erf is
+// computed as 1 - erfc(|x|), whose approximation keeps its accuracy there.
+Value erf(Builder& b, const Value& x) {
+  Value ax = b.unary("abs", x);
+  Value tail = b.mul(b.unary("sign", x), b.sub(b.constant(1, x.type.elem, x.type.dims), b.op("chlo.erfc", {ax}, x.type)));
+  return b.select(b.compare(Compare::LT, ax, b.constant(1, x.type.elem, x.type.dims)), b.op("chlo.erf", {x}, x.type), tail);
+}
 
 Value gelu(Builder& b, const Value& x, bool tanh_approx) {
   Value half = b.constant(0.5, x.type.elem, x.type.dims);
