@@ -67,6 +67,25 @@ Value floor_div_int(Builder& b, const Value& a, const Value& d) {
   return b.select(adjust, b.sub(q, b.constant(1, a.type.elem, a.type.dims)), q);
 }
 
+// Python floor division for floats, as CPU computes it: from fmod, so that
+// inf // 2 is NaN (fmod(inf, 2) is NaN) and the quotient rounds like CPU's
+// (a - fmod(a, b)) / b rather than floor(a / b), which can be one off.
+Value floor_div_float(Builder& b, const Value& a, const Value& d) {
+  auto k = [&](double v) { return b.constant(v, a.type.elem, a.type.dims); };
+  Value mod = b.binary("remainder", a, d);
+  Value div = b.div(b.sub(a, mod), d);
+  Value fix = b.binary("and", b.compare(Compare::NE, mod, k(0)),
+                       b.compare(Compare::NE, b.compare(Compare::LT, d, k(0)), b.compare(Compare::LT, mod, k(0))));
+  div = b.select(fix, b.sub(div, k(1)), div);
+  Value fl = b.unary("floor", div);
+  fl = b.select(b.compare(Compare::GT, b.sub(div, fl), k(0.5)), b.add(fl, k(1)), fl);
+  // a zero quotient keeps the sign of a / b
+  Value q = b.div(a, d);
+  fl = b.select(b.compare(Compare::EQ, div, k(0)), b.mul(k(0), q), fl);  // copysign(0, a / b): |q| < 1 here
+  // division by zero: a / b (inf or NaN)
+  return b.select(b.compare(Compare::EQ, d, k(0)), q, fl);
+}
+
 std::vector<Value> div_mode(LowerCtx& c, const std::string& mode);
 
 std::vector<Value> div(LowerCtx& c) { return div_mode(c, c.has(2) ? c.str(2) : ""); }
@@ -80,7 +99,7 @@ std::vector<Value> div_mode(LowerCtx& c, const std::string& mode) {
       Value x = c.b.div(in(c, 0, ct), in(c, 1, ct));
       q = c.b.mul(c.b.unary("sign", x), c.b.unary("floor", c.b.unary("abs", x)));
     } else if (mode == "floor") {
-      q = c.b.unary("floor", c.b.div(in(c, 0, ct), in(c, 1, ct)));
+      q = floor_div_float(c.b, in(c, 0, ct), in(c, 1, ct));
     }
     return finish(c, q);
   }
