@@ -11,6 +11,7 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
+#include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
 #include <ATen/MemoryOverlap.h>
 #include <torch/library.h>
@@ -484,6 +485,10 @@ class TableKernel final : public c10::OperatorKernel {
     key += '|';
     key += op.schema().operator_name().overload_name;
     key += '|';
+    // Promotion of Python floats and of integers to float (uint8 + 5.5) uses
+    // torch.get_default_dtype(): the meta result types, and with them the
+    // executable, depend on it.
+    key += static_cast<char>('A' + static_cast<int>(c10::typeMetaToScalarType(c10::get_default_dtype())));
     std::vector<BufferPtr> inputs;
     int64_t first_numel = -1;
     bool skip_self = (lowering_->flags & ops::kNoReadSelf) && plan_.variant == Variant::Inplace;
