@@ -504,6 +504,15 @@ class TableKernel final : public c10::OperatorKernel {
       else if (v.isTensorList()) for (const at::Tensor& t : v.toTensorVector()) see(t);
     }
     if (dev < 0) dev = current_device();
+    // An out= tensor on the host: the error CUDA gives (the meta function
+    // would otherwise fail on a meta -> cpu copy).
+    for (size_t i = 0; i < n; ++i) {
+      if (!plan_.args[i].is_out || !args[i].isTensor()) continue;
+      const at::Tensor& o = args[i].toTensor();
+      TORCH_CHECK(!o.defined() || o.is_privateuseone(),
+                  "Expected all tensors to be on the same device, but found at least two devices, tpu:", dev, " and ",
+                  o.device(), "!");
+    }
     c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(dev)));
 
     if (plan_.variant != Variant::Functional) check_overlapping_writes(op, args);
