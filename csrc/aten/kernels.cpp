@@ -11,6 +11,7 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
+#include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
 #include <ATen/MemoryOverlap.h>
 #include <torch/library.h>
@@ -445,12 +446,41 @@ std::vector<int64_t> int_list(const c10::IValue& v) {
   return out;
 }
 
+// The functional overload taking the same arguments as an out= overload
+// (add.out -> add.Tensor), whose result dtype is the dtype CPU computes in.
+std::optional<c10::OperatorHandle> functional_sibling(const c10::FunctionSchema& out_schema, const OpPlan& plan) {
+  std::vector<const c10::Argument*> ins;
+  for (size_t i = 0; i < plan.args.size(); ++i) {
+    if (plan.args[i].kind == AK::DType) return std::nullopt;  // sum(dtype=None, out=) computes in out's dtype
+    if (!plan.args[i].is_out) ins.push_back(&out_schema.arguments()[i]);
+  }
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (name.name != out_schema.name()) continue;
+    auto handle = dispatcher.findOp(name);
+    if (!handle || !handle->hasSchema()) continue;
+    const c10::FunctionSchema& s = handle->schema();
+    if (s.is_mutable() || s.arguments().size() != ins.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < ins.size() && same; ++i)
+      same = s.arguments()[i].name() == ins[i]->name() && *s.arguments()[i].type() == *ins[i]->type();
+    if (same) return handle;
+  }
+  return std::nullopt;
+}
+
 class TableKernel final : public c10::OperatorKernel {
  public:
   explicit TableKernel(const ops::Lowering* lowering) : lowering_(lowering) {}
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-    std::call_once(planned_, [&] { plan_ = make_plan(op.schema()); });
+    std::call_once(planned_, [&] {
+      plan_ = make_plan(op.schema());
+      if (plan_.variant == Variant::Out) {
+        functional_ = functional_sibling(op.schema(), plan_);
+        if (functional_) functional_plan_ = make_plan(functional_->schema());
+      }
+    });
     try {
       run(op, stack);
     } catch (...) {
@@ -478,6 +508,15 @@ class TableKernel final : public c10::OperatorKernel {
       else if (v.isTensorList()) for (const at::Tensor& t : v.toTensorVector()) see(t);
     }
     if (dev < 0) dev = current_device();
+    // An out= tensor on the host: the error CUDA gives (the meta function
+    // would otherwise fail on a meta -> cpu copy).
+    for (size_t i = 0; i < n; ++i) {
+      if (!plan_.args[i].is_out || !args[i].isTensor()) continue;
+      const at::Tensor& o = args[i].toTensor();
+      TORCH_CHECK(!o.defined() || o.is_privateuseone(),
+                  "Expected all tensors to be on the same device, but found at least two devices, tpu:", dev, " and ",
+                  o.device(), "!");
+    }
     c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(dev)));
 
     if (plan_.variant != Variant::Functional) check_overlapping_writes(op, args);
@@ -488,11 +527,21 @@ class TableKernel final : public c10::OperatorKernel {
     key += '|';
     key += op.schema().operator_name().overload_name;
     key += '|';
+    // Promotion of Python floats and of integers to float (uint8 + 5.5) uses
+    // torch.get_default_dtype(): the meta result types, and with them the
+    // executable, depend on it.
+    key += static_cast<char>('A' + static_cast<int>(c10::typeMetaToScalarType(c10::get_default_dtype())));
     std::vector<BufferPtr> inputs;
     int64_t first_numel = -1;
     bool skip_self = (lowering_->flags & ops::kNoReadSelf) && plan_.variant == Variant::Inplace;
 
-    auto add_tensor = [&](const at::Tensor& t, bool is_self, bool host_ok = false) {
+    auto add_tensor = [&](const at::Tensor& operand, bool is_self, bool host_ok = false) {
+      // Lazy conj/neg bits: mm/bmm/addmm (and views) are conj-aware in
+      // PyTorch, so the Conjugate fallback hands `m.mH` over unresolved; the
+      // lowering sees stored values, so operands are resolved first.
+      at::Tensor resolved;
+      if (operand.is_conj() || operand.is_neg()) resolved = operand.resolve_conj().resolve_neg();
+      const at::Tensor& t = resolved.defined() ? resolved : operand;
       if (first_numel < 0) first_numel = t.numel();
       if (t.is_privateuseone()) {
         if (is_self && skip_self) {
@@ -788,7 +837,13 @@ class TableKernel final : public c10::OperatorKernel {
       outs.assign(known_outs->begin(), known_outs->end() - writebacks);
       present.assign(known_present->begin(), known_present->end() - writebacks);
     } else if (!lowering_->infer) {
-      outs = meta_outputs(op, args, plan_, present);
+      try {
+        outs = meta_outputs(op, args, plan_, present);
+      } catch (...) {  // c10::Error, or a Python meta function's exception
+        check_out_casts(args);  // CPU's message where the out= dtype is the problem
+        throw;
+      }
+      compute_in_result_dtype(args, outs);
     }
     std::vector<ops::Arg> largs(args.size());
     size_t next_input = 0;
@@ -898,6 +953,55 @@ class TableKernel final : public c10::OperatorKernel {
     return Emitted{results, outs, present, specs};
   }
 
+  // Result dtypes of the functional sibling of an out= overload; empty when
+  // there is none or its meta function refuses the arguments.
+  std::vector<at::ScalarType> functional_dtypes(const std::vector<c10::IValue>& args) {
+    std::vector<at::ScalarType> dtypes;
+    if (!functional_) return dtypes;
+    std::vector<c10::IValue> fargs;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (!plan_.args[i].is_out) fargs.push_back(args[i]);
+    std::vector<bool> present;
+    std::vector<TensorType> fouts;
+    try {
+      fouts = meta_outputs(*functional_, fargs, functional_plan_, present);
+    } catch (...) {
+      return dtypes;
+    }
+    for (const TensorType& t : fouts) dtypes.push_back(scalar_type_of(t.elem));
+    return dtypes;
+  }
+
+  std::vector<at::Tensor> out_tensors(const std::vector<c10::IValue>& args) const {
+    std::vector<at::Tensor> outs;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!plan_.args[i].is_out) continue;
+      if (args[i].isTensor()) outs.push_back(args[i].toTensor());
+      else if (args[i].isTensorList()) for (const at::Tensor& t : args[i].toTensorVector()) outs.push_back(t);
+    }
+    return outs;
+  }
+
+  // out= of a dtype the result cannot be cast to: CPU's TensorIterator error.
+  void check_out_casts(const std::vector<c10::IValue>& args) {
+    std::vector<at::ScalarType> dtypes = functional_dtypes(args);
+    std::vector<at::Tensor> outs = out_tensors(args);
+    for (size_t k = 0; k < dtypes.size() && k < outs.size(); ++k)
+      TORCH_CHECK(!outs[k].defined() || at::canCast(dtypes[k], outs[k].scalar_type()), "result type ", dtypes[k],
+                  " can't be cast to the desired output type ", outs[k].scalar_type());
+  }
+
+  // out= of another dtype than the op's result (add(f16, f16, out=f64)): CPU
+  // computes in the result dtype (33000 + 33000 overflows to inf in f16) and
+  // then casts into out, so the lowering produces the functional result type
+  // and store() converts.
+  void compute_in_result_dtype(const std::vector<c10::IValue>& args, std::vector<TensorType>& outs) {
+    if (!functional_) return;
+    std::vector<at::ScalarType> dtypes = functional_dtypes(args);
+    if (dtypes.size() != outs.size()) return;
+    for (size_t k = 0; k < outs.size(); ++k) outs[k].elem = elem_of(dtypes[k]);
+  }
+
   void deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,
                const std::vector<bool>& present, torch::jit::Stack* stack) {
     // Undeclared updates (running stats) come last.
@@ -946,6 +1050,8 @@ class TableKernel final : public c10::OperatorKernel {
   const ops::Lowering* lowering_;
   std::once_flag planned_;
   OpPlan plan_;
+  std::optional<c10::OperatorHandle> functional_;  // out= overloads: the functional one
+  OpPlan functional_plan_;
   struct Recorded {
     std::vector<TensorType> outs;  // without the check flags
     std::vector<bool> present;

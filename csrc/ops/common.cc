@@ -329,7 +329,17 @@ const std::vector<Lowering>& lowering_table() {
 }
 
 Value ew_in(LowerCtx& c, size_t i, ElemType compute) {
-  return broadcast_convert(c.b, c.t(i), TensorType{compute, c.out().dims});
+  Value v = c.t(i);
+  // CPU's TensorIterator casts each tensor operand to the common dtype before
+  // a reduced-precision kernel widens it to f32: an int16 (or f32) operand of
+  // a bf16 op is rounded to bf16 first (remainder(int16, bf16) is off by
+  // 0.5 otherwise). 0-d operands (Python scalars) keep their value, as the
+  // arithmetic kernels use them at full precision.
+  ElemType common = c.common;
+  if ((common == ElemType::F16 || common == ElemType::BF16) && shlo::is_float(compute) && compute != common &&
+      v.type.elem != common && v.type.rank() > 0 && (shlo::is_float(v.type.elem) || shlo::is_integral(v.type.elem)))
+    v = c.b.convert(v, common);
+  return broadcast_convert(c.b, v, TensorType{compute, c.out().dims});
 }
 
 ElemType float_compute(LowerCtx& c) { return accumulate_type(c.out().elem); }

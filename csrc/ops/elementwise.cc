@@ -49,6 +49,13 @@ std::vector<Value> binary(LowerCtx& c, const char* op) {
   return finish(c, c.b.binary(op, in(c, 0, ct), in(c, 1, ct)));
 }
 
+// maximum/minimum: Builder::max/min propagate NaN like CPU.
+std::vector<Value> max_min(LowerCtx& c, bool is_max) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value a = in(c, 0, ct), b = in(c, 1, ct);
+  return finish(c, is_max ? c.b.max(a, b) : c.b.min(a, b));
+}
+
 Value floor_div_int(Builder& b, const Value& a, const Value& d) {
   // Python floor division for integers: truncate, then step down when the signs differ.
   Value q = b.div(a, d);
@@ -58,6 +65,25 @@ Value floor_div_int(Builder& b, const Value& a, const Value& d) {
   Value sign_differs = b.compare(Compare::NE, b.compare(Compare::LT, r, zero), b.compare(Compare::LT, d, zero));
   Value adjust = b.binary("and", nonzero, sign_differs);
   return b.select(adjust, b.sub(q, b.constant(1, a.type.elem, a.type.dims)), q);
+}
+
+// Python floor division for floats, as CPU computes it: from fmod, so that
+// inf // 2 is NaN (fmod(inf, 2) is NaN) and the quotient rounds like CPU's
+// (a - fmod(a, b)) / b rather than floor(a / b), which can be one off.
+Value floor_div_float(Builder& b, const Value& a, const Value& d) {
+  auto k = [&](double v) { return b.constant(v, a.type.elem, a.type.dims); };
+  Value mod = b.binary("remainder", a, d);
+  Value div = b.div(b.sub(a, mod), d);
+  Value fix = b.binary("and", b.compare(Compare::NE, mod, k(0)),
+                       b.compare(Compare::NE, b.compare(Compare::LT, d, k(0)), b.compare(Compare::LT, mod, k(0))));
+  div = b.select(fix, b.sub(div, k(1)), div);
+  Value fl = b.unary("floor", div);
+  fl = b.select(b.compare(Compare::GT, b.sub(div, fl), k(0.5)), b.add(fl, k(1)), fl);
+  // a zero quotient keeps the sign of a / b
+  Value q = b.div(a, d);
+  fl = b.select(b.compare(Compare::EQ, div, k(0)), b.mul(k(0), q), fl);  // copysign(0, a / b): |q| < 1 here
+  // division by zero: a / b (inf or NaN)
+  return b.select(b.compare(Compare::EQ, d, k(0)), q, fl);
 }
 
 std::vector<Value> div_mode(LowerCtx& c, const std::string& mode);
@@ -73,7 +99,7 @@ std::vector<Value> div_mode(LowerCtx& c, const std::string& mode) {
       Value x = c.b.div(in(c, 0, ct), in(c, 1, ct));
       q = c.b.mul(c.b.unary("sign", x), c.b.unary("floor", c.b.unary("abs", x)));
     } else if (mode == "floor") {
-      q = c.b.unary("floor", c.b.div(in(c, 0, ct), in(c, 1, ct)));
+      q = floor_div_float(c.b, in(c, 0, ct), in(c, 1, ct));
     }
     return finish(c, q);
   }
@@ -104,6 +130,18 @@ std::vector<Value> compare(LowerCtx& c, Compare dir) {
   return finish(c, c.b.compare(dir, a, b));
 }
 
+// abs of a complex tensor is its magnitude (a real result): stablehlo.abs
+// takes the complex value itself; converting it to the real result type
+// first would keep only the real part.
+std::vector<Value> abs(LowerCtx& c) {
+  Value x = c.t(0);
+  if (shlo::is_complex(x.type.elem)) {
+    ElemType part = x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+    return finish(c, c.b.op("abs", {x}, TensorType{part, x.type.dims}));
+  }
+  return unary_same(c, "abs");
+}
+
 std::vector<Value> logical(LowerCtx& c, const char* op) {
   Value a = in(c, 0, ElemType::Pred), b = in(c, 1, ElemType::Pred);
   return finish(c, c.b.binary(op, a, b));
@@ -116,7 +154,14 @@ std::vector<Value> bitwise(LowerCtx& c, const char* op) {
 
 Value sigmoid(Builder& b, const Value& x) { return b.unary("logistic", x); }
 
-Value erf(Builder& b, const Value& x) { return b.op("chlo.erf", {x}, x.type); }
+// CHLO's erf approximation saturates below 1 (erf(4.f) = 0.99999982, where
+// CPU's is exactly 1, so erf(x).long() differs): in the tails erf is
+// computed as 1 - erfc(|x|), whose approximation keeps its accuracy there.
+Value erf(Builder& b, const Value& x) {
+  Value ax = b.unary("abs", x);
+  Value tail = b.mul(b.unary("sign", x), b.sub(b.constant(1, x.type.elem, x.type.dims), b.op("chlo.erfc", {ax}, x.type)));
+  return b.select(b.compare(Compare::LT, ax, b.constant(1, x.type.elem, x.type.dims)), b.op("chlo.erf", {x}, x.type), tail);
+}
 
 Value gelu(Builder& b, const Value& x, bool tanh_approx) {
   Value half = b.constant(0.5, x.type.elem, x.type.dims);
@@ -276,18 +321,42 @@ std::vector<Value> logical_not(LowerCtx& c) {
 
 std::vector<Value> bitwise_not(LowerCtx& c) { return {c.b.unary("not", in(c, 0, c.out().elem))}; }
 
+// A complex value is NaN (or infinite) when either part is, and finite when
+// both parts are.
+std::pair<Value, Value> complex_parts(Builder& b, const Value& z) {
+  TensorType pt{z.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, z.type.dims};
+  return {b.op("real", {z}, pt), b.op("imag", {z}, pt)};
+}
+
+Value is_nan(Builder& b, const Value& x) { return b.compare(Compare::NE, x, x); }
+
+Value is_inf(Builder& b, const Value& x) {
+  return b.compare(Compare::EQ, b.unary("abs", x), b.constant(INFINITY, x.type.elem, x.type.dims));
+}
+
+Value is_finite(Builder& b, const Value& x) { return b.op("is_finite", {x}, TensorType{ElemType::Pred, x.type.dims}); }
+
 std::vector<Value> isnan(LowerCtx& c) {
   Value x = c.t(0);
+  if (shlo::is_complex(x.type.elem)) {
+    auto [re, im] = complex_parts(c.b, x);
+    return {c.b.binary("or", is_nan(c.b, re), is_nan(c.b, im))};
+  }
   if (!shlo::is_float(x.type.elem)) return {c.b.constant(0, ElemType::Pred, c.out().dims)};
-  return {c.b.compare(Compare::NE, x, x)};
+  return {is_nan(c.b, x)};
 }
 
 // isinf/isposinf/isneginf/isfinite: integers are always finite.
 std::vector<Value> inf_test(LowerCtx& c, int sign, bool finite) {
   Value x = c.t(0);
   Builder& b = c.b;
+  if (shlo::is_complex(x.type.elem)) {  // isposinf/isneginf refuse complex in the meta function
+    auto [re, im] = complex_parts(b, x);
+    if (finite) return {b.binary("and", is_finite(b, re), is_finite(b, im))};
+    return {b.binary("or", is_inf(b, re), is_inf(b, im))};
+  }
   if (!shlo::is_float(x.type.elem)) return {b.constant(finite ? 1 : 0, ElemType::Pred, c.out().dims)};
-  if (finite) return {b.op("is_finite", {x}, TensorType{ElemType::Pred, x.type.dims})};
+  if (finite) return {is_finite(b, x)};
   Value pos = b.compare(Compare::EQ, x, b.constant(INFINITY, x.type.elem, x.type.dims));
   Value neg = b.compare(Compare::EQ, x, b.constant(-INFINITY, x.type.elem, x.type.dims));
   if (sign > 0) return {pos};
@@ -356,8 +425,8 @@ void append_elementwise(std::vector<Lowering>& t) {
   t.push_back({"rshift", [](LowerCtx& c) { return shift(c, false); },
                {"__rshift__.Scalar", "__rshift__.Tensor", "__irshift__.Scalar", "__irshift__.Tensor",
                 "bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor", "bitwise_right_shift.Tensor_out"}});
-  t.push_back({"maximum", [](LowerCtx& c) { return binary(c, "maximum"); }, {"maximum", "maximum.out"}});
-  t.push_back({"minimum", [](LowerCtx& c) { return binary(c, "minimum"); }, {"minimum", "minimum.out"}});
+  t.push_back({"maximum", [](LowerCtx& c) { return max_min(c, true); }, {"maximum", "maximum.out"}});
+  t.push_back({"minimum", [](LowerCtx& c) { return max_min(c, false); }, {"minimum", "minimum.out"}});
   t.push_back({"pow", pow_tt, {"pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out"}});
   t.push_back({"pow_scalar", square_like_pow_scalar, {"pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out"}});
   t.push_back({"pow_scalar_base", pow_scalar_base, {"pow.Scalar", "pow.Scalar_out"}});
@@ -398,7 +467,7 @@ void append_elementwise(std::vector<Lowering>& t) {
   t.push_back({"ceil", [](LowerCtx& c) { return unary_same(c, "ceil"); }, {"ceil", "ceil_", "ceil.out"}});
   t.push_back({"round", [](LowerCtx& c) { return unary_same(c, "round_nearest_even"); }, {"round", "round_", "round.out"}});
   t.push_back({"neg", [](LowerCtx& c) { return unary_same(c, "negate"); }, {"neg", "neg_", "neg.out"}});
-  t.push_back({"abs", [](LowerCtx& c) { return unary_same(c, "abs"); }, {"abs", "abs_", "abs.out"}});
+  t.push_back({"abs", abs, {"abs", "abs_", "abs.out"}});
   t.push_back({"sign", sign, {"sign", "sign_", "sign.out", "sgn", "sgn_", "sgn.out"}});
   t.push_back({"isnan", isnan, {"isnan"}});
   t.push_back({"isinf", [](LowerCtx& c) { return inf_test(c, 0, false); }, {"isinf"}});

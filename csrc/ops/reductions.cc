@@ -151,22 +151,34 @@ std::vector<Value> vector_norm(LowerCtx& c) {
 }
 
 // var/std(self, dim?, *, correction?, keepdim) and var_mean/std_mean:
-// sum((x - mean)^2) / max(N - correction, 0), correction a runtime Scalar.
+// sum(|x - mean|^2) / max(N - correction, 0), correction a runtime Scalar.
+// Complex inputs: the mean is complex, the variance real (|d|^2 = re^2 + im^2;
+// converting x to the real result type first would drop the imaginary part).
 template <bool Std, bool WithMean>
 std::vector<Value> variance(LowerCtx& c) {
   Builder& b = c.b;
   ElemType acc = accumulate_type(c.out(0).elem);
-  Value x = b.convert(c.t(0), acc);
+  bool cplx = shlo::is_complex(c.t(0).type.elem);
+  ElemType xt = cplx ? c.t(0).type.elem : acc;
+  Value x = b.convert(c.t(0), xt);
   auto dims = reduce_dims(c, 1, x.type.rank());
   int64_t n = 1;
   for (auto d : dims) n *= x.type.dims[d];
-  Value s = b.reduce(x, b.constant(0, acc), dims, shlo::Reducer::Add);
-  Value m = b.div(s, b.constant(static_cast<double>(n), acc, s.type.dims));
+  Value s = b.reduce(x, b.constant(0, xt), dims, shlo::Reducer::Add);
+  Value m = b.div(s, b.constant(static_cast<double>(n), xt, s.type.dims));
   std::vector<int64_t> kept;
   for (int64_t i = 0; i < x.type.rank(); ++i)
     if (std::find(dims.begin(), dims.end(), i) == dims.end()) kept.push_back(i);
   Value d = b.sub(x, b.broadcast_in_dim(m, x.type.dims, kept));
-  Value ss = b.reduce(b.mul(d, d), b.constant(0, acc), dims, shlo::Reducer::Add);
+  Value sq;
+  if (cplx) {
+    TensorType pt{acc, d.type.dims};
+    Value re = b.op("real", {d}, pt), im = b.op("imag", {d}, pt);
+    sq = b.add(b.mul(re, re), b.mul(im, im));
+  } else {
+    sq = b.mul(d, d);
+  }
+  Value ss = b.reduce(sq, b.constant(0, acc), dims, shlo::Reducer::Add);
   Value corr = c.has(2) ? c.scalar_like(2, ss) : b.constant(1, acc, ss.type.dims);
   Value den = b.max(b.sub(b.constant(static_cast<double>(n), acc, ss.type.dims), corr), b.constant(0, acc, ss.type.dims));
   Value v = b.div(ss, den);

@@ -191,8 +191,28 @@ Value Builder::convert(const Value& x, ElemType to) {
 
 Value Builder::bitcast(const Value& x, const TensorType& to) { return op("bitcast_convert", {x}, to); }
 
+// NaN in max/min/clamp and in Max/Min reductions: PyTorch (and StableHLO's
+// spec) propagate it, but XLA:CPU emits fast min/max that return the other
+// operand unless --xla_cpu_enable_fast_min_max=false. That flag is a CPU-only
+// setting (and the persistent cache would have to know it), so the lowering
+// itself selects the NaN: correct on every plugin, and XLA fuses the selects
+// into the same loop.
+Value Builder::propagate_nan(const std::vector<Value>& operands, const Value& r) {
+  if (!is_float(r.type.elem)) return r;
+  Value out = r;
+  for (auto it = operands.rbegin(); it != operands.rend(); ++it) {
+    Value v = it->type.dims == r.type.dims ? *it : broadcast_in_dim(*it, r.type.dims, {});
+    out = select(compare(Compare::NE, v, v), v, out);
+  }
+  return out;
+}
+
+Value Builder::max(const Value& a, const Value& b) { return propagate_nan({a, b}, binary("maximum", a, b)); }
+Value Builder::min(const Value& a, const Value& b) { return propagate_nan({a, b}, binary("minimum", a, b)); }
+
+// lo/hi may be 0-d (stablehlo.clamp broadcasts them).
 Value Builder::clamp(const Value& lo, const Value& x, const Value& hi) {
-  return op("clamp", {lo, x, hi}, x.type);
+  return propagate_nan({x, lo, hi}, op("clamp", {lo, x, hi}, x.type));
 }
 
 static uint64_t float_bits(double v, ElemType t) {
@@ -405,8 +425,14 @@ Value Builder::reduce(const Value& x, const Value& init, const std::vector<int64
     for (auto d : dims) reduced = reduced || d == i;
     if (!reduced) out.dims.push_back(x.type.dims[i]);
   }
-  return op_multi("reduce", {x, init}, {out}, "dimensions = " + int_array(dims),
-                  region_binary(reducer_op(r), x.type.elem))[0];
+  Value red = op_multi("reduce", {x, init}, {out}, "dimensions = " + int_array(dims),
+                       region_binary(reducer_op(r), x.type.elem))[0];
+  if ((r != Reducer::Max && r != Reducer::Min) || !is_float(x.type.elem)) return red;
+  // NaN wins, as in max/min above: a slice holding one reduces to NaN.
+  Value any_nan = op_multi("reduce", {compare(Compare::NE, x, x), constant_int(0, ElemType::Pred)},
+                           {TensorType{ElemType::Pred, out.dims}}, "dimensions = " + int_array(dims),
+                           region_binary("or", ElemType::Pred))[0];
+  return select(any_nan, constant(NAN, x.type.elem, out.dims), red);
 }
 
 std::pair<Value, Value> Builder::reduce_arg(const Value& x, int64_t dim, bool is_max, ElemType index_type) {

@@ -62,13 +62,17 @@ class Builder {
   Value sub(const Value& a, const Value& b) { return binary("subtract", a, b); }
   Value mul(const Value& a, const Value& b) { return binary("multiply", a, b); }
   Value div(const Value& a, const Value& b) { return binary("divide", a, b); }
-  Value max(const Value& a, const Value& b) { return binary("maximum", a, b); }
-  Value min(const Value& a, const Value& b) { return binary("minimum", a, b); }
+  // max/min/clamp/reduce(Max|Min) follow PyTorch for floats: a NaN operand
+  // gives NaN (see propagate_nan in builder.cc).
+  Value max(const Value& a, const Value& b);
+  Value min(const Value& a, const Value& b);
   Value compare(Compare dir, const Value& a, const Value& b);
   Value select(const Value& pred, const Value& on_true, const Value& on_false);
   Value convert(const Value& x, ElemType to);  // no-op when already `to`
   Value bitcast(const Value& x, const TensorType& to);
   Value clamp(const Value& lo, const Value& x, const Value& hi);
+  // `r` where no operand is NaN, else a NaN operand (floats; else `r` itself).
+  Value propagate_nan(const std::vector<Value>& operands, const Value& r);
 
   // Constants
   Value constant(double v, ElemType t, const std::vector<int64_t>& dims = {});

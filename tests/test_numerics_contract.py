@@ -1,0 +1,274 @@
+"""Silent wrong values (issue #13, section 1), in every mode.
+
+CPU PyTorch is the oracle for values, dtype, NaN and the error type: complex
+magnitudes and predicates, NaN through min/max/clamp, erf's saturation,
+floor division and remainder rounding, the default dtype in promotion, and
+out= (computed in the result dtype, then cast; bad out= raise like CPU).
+"""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from _helpers import DEV, assert_same, assert_same_error, check, check_scenario, make_tensor
+from _helpers import each_eager_mode  # noqa: F401  (every test runs in STRICT, DEBUG and DEFER_AND_FUSE)
+
+NAN, INF = float("nan"), float("inf")
+
+
+def cplx(shape, dtype=torch.complex64, seed=0):
+    re = make_tensor(shape, seed=seed, dtype=torch.float64)
+    im = make_tensor(shape, seed=seed + 50, dtype=torch.float64)
+    return torch.complex(re, im).to(dtype)
+
+
+# ==========================================================================
+# 1. complex magnitudes, var/std, conj views
+# ==========================================================================
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=["c64", "c128"])
+def test_complex_abs(dtype):
+    check(torch.abs, torch.tensor([3 + 4j, -5 - 12j, 0j], dtype=dtype))
+    check(torch.abs, cplx((3, 4), dtype))
+
+
+@pytest.mark.parametrize("fn", [torch.var, torch.std, lambda t: torch.var(t, 1), lambda t: torch.std(t, 0, correction=0),
+                                lambda t: torch.var_mean(t, 1), lambda t: torch.std_mean(t)],
+                         ids=["var", "std", "var_dim", "std_dim_corr0", "var_mean", "std_mean"])
+def test_complex_var_std(fn):
+    check(fn, cplx((3, 5)), atol=1e-5, rtol=1e-5)
+
+
+def test_complex_matmul_with_conj_transpose():
+    m = cplx((3, 4))
+    check(lambda t: t @ t.mH, m, atol=1e-5, rtol=1e-5)
+    check(lambda t: torch.mm(t.conj(), t.mT), m, atol=1e-5, rtol=1e-5)
+    check(lambda t: torch.bmm(t.unsqueeze(0), t.mH.unsqueeze(0)), m, atol=1e-5, rtol=1e-5)
+
+
+def test_view_as_real_of_conj_view():
+    m = cplx((2, 3))
+    assert_same_error(lambda t: torch.view_as_real(t.conj()), m)
+    check(lambda t: torch.view_as_real(t.conj().resolve_conj()), m)
+    check(lambda t: torch.view_as_real(t.conj_physical()), m)
+
+
+# ==========================================================================
+# 2. complex isnan / isinf / isfinite
+# ==========================================================================
+
+@pytest.mark.parametrize("fn", [torch.isnan, torch.isinf, torch.isfinite], ids=["isnan", "isinf", "isfinite"])
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=["c64", "c128"])
+def test_complex_predicates(fn, dtype):
+    z = torch.tensor([complex(1, NAN), complex(NAN, 1), complex(1, INF), complex(-INF, 0), complex(1, 2),
+                      complex(NAN, INF)], dtype=dtype)
+    check(fn, z)
+
+
+# ==========================================================================
+# 3. NaN through min/max, clamp and friends
+# ==========================================================================
+
+def nan_input(dtype=torch.float32):
+    x = make_tensor((3, 5), dtype=torch.float32, seed=3)
+    x[0, 2] = NAN
+    x[2, 0] = NAN
+    x[2, 4] = NAN
+    return x.to(dtype)
+
+
+REDUCTIONS = {
+    "amax": torch.amax, "amin": torch.amin,
+    "amax_dim": lambda t: torch.amax(t, 1), "amin_dim0": lambda t: torch.amin(t, 0, keepdim=True),
+    "max": torch.max, "min": torch.min,
+    "max_dim": lambda t: tuple(torch.max(t, 1)), "min_dim": lambda t: tuple(torch.min(t, 0)),
+    "max_dim_keepdim": lambda t: tuple(torch.max(t, 1, keepdim=True)),
+    "aminmax": lambda t: tuple(torch.aminmax(t)), "aminmax_dim": lambda t: tuple(torch.aminmax(t, dim=1)),
+    "argmax": lambda t: torch.argmax(t, 1), "argmin": torch.argmin,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=["f32", "f64", "bf16"])
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_nan_in_min_max_reductions(name, dtype):
+    check(REDUCTIONS[name], nan_input(dtype))
+    check(REDUCTIONS[name], make_tensor((3, 5), dtype=dtype, seed=4))  # and still right without NaN
+
+
+def test_nan_in_full_row_and_all_nan():
+    x = torch.full((2, 3), NAN)
+    x[1] = torch.tensor([1.0, NAN, -2.0])
+    for fn in REDUCTIONS.values():
+        check(fn, x)
+
+
+ELEMENTWISE = {
+    "maximum": lambda a, b: torch.maximum(a, b),
+    "minimum": lambda a, b: torch.minimum(a, b),
+    "max_binary": lambda a, b: torch.max(a, b),
+    "min_binary": lambda a, b: torch.min(a, b),
+    "clamp_tensor": lambda a, b: torch.clamp(a, min=b),
+    "clamp_tensor_max": lambda a, b: torch.clamp(a, max=b),
+    "clamp_both": lambda a, b: torch.clamp(a, min=b, max=b + 1),
+    "clamp_min_tensor": lambda a, b: torch.clamp_min(a, b),
+    "clamp_max_tensor": lambda a, b: torch.clamp_max(a, b),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("name", list(ELEMENTWISE))
+def test_nan_in_binary_min_max(name, dtype):
+    a = nan_input(dtype)
+    b = make_tensor((3, 5), dtype=dtype, seed=5)
+    b[1, 1] = NAN
+    b[0, 2] = NAN
+    check(ELEMENTWISE[name], a, b)
+    check(ELEMENTWISE[name], b, a)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: torch.clamp(t, -0.5, 0.5),
+    lambda t: torch.clamp(t, min=0.1),
+    lambda t: torch.clamp(t, max=0.1),
+    lambda t: torch.clamp(t, min=NAN),
+    lambda t: torch.clamp(t, max=NAN),
+    lambda t: torch.clamp(t, min=NAN, max=1.0),
+    lambda t: torch.clamp_min(t, NAN),
+    lambda t: F.hardtanh(t),
+    lambda t: F.hardtanh(t, -0.3, 0.2),
+    lambda t: F.relu6(t),
+    lambda t: F.relu(t),
+    lambda t: t.clone().clamp_(-0.5, 0.5),
+], ids=["clamp", "clamp_min", "clamp_max", "clamp_min_nan", "clamp_max_nan", "clamp_min_nan_max", "clamp_min_fn_nan",
+        "hardtanh", "hardtanh_range", "relu6", "relu", "clamp_"])
+def test_nan_in_clamp_like(fn):
+    check(fn, nan_input())
+
+
+# ==========================================================================
+# 4. erf saturates to exactly 1 like CPU
+# ==========================================================================
+
+def test_erf_saturates_to_one():
+    check(torch.erf, torch.tensor([4.0, -4.0, 3.9, 5.0, 10.0, INF, -INF]))
+    check(lambda t: torch.erf(t).long(), torch.tensor([4.0, -4.0, 6.0]))
+    x = torch.linspace(-6, 6, 2001)
+    check(torch.erf, x, atol=2e-7, rtol=0)
+    assert torch.erf(torch.tensor(4.0).to(DEV)).item() == 1.0
+
+
+# ==========================================================================
+# 5. floor division and remainder rounding
+# ==========================================================================
+
+def test_floor_divide_infinities():
+    check(lambda t: t // 2, torch.tensor([INF, -INF, NAN, 7.0, -7.0]))
+    check(lambda t: torch.floor_divide(t, torch.tensor([2.0, -2.0, INF, INF, 0.0]).to(t.device)),
+          torch.tensor([INF, -INF, 3.0, -3.0, 1.0]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=["f32", "f64", "f16", "bf16"])
+def test_floor_divide_random_values(dtype):
+    a = (make_tensor((400,), seed=6, dtype=torch.float64) * 100).to(dtype)
+    b = (make_tensor((400,), seed=7, dtype=torch.float64) * 3).to(dtype)
+    b[:10] = torch.tensor([0.1, -0.1, 0.3, -0.3, 0.7, 1e-3, -1e-3, 0.0, -0.0, 2.0]).to(dtype)
+    check(torch.floor_divide, a, b)
+    check(lambda x, y: torch.div(x, y, rounding_mode="floor"), a, b)
+    check(torch.remainder, a, b)
+    check(lambda x: x // 0.3, a)
+
+
+def test_remainder_mixed_int_and_reduced_float():
+    a = torch.arange(-600, 600, 7, dtype=torch.int16)
+    b = torch.linspace(-9.5, 9.5, a.numel()).to(torch.bfloat16)
+    check(torch.remainder, a, b)
+    check(torch.remainder, a, b.to(torch.float16))
+    check(torch.floor_divide, a, b)
+    check(torch.add, a, b)
+    check(torch.mul, a, b)
+
+
+# ==========================================================================
+# 6. the default dtype takes part in promotion after the first op
+# ==========================================================================
+
+@pytest.mark.parametrize("default", [torch.float64, torch.float32, torch.float16], ids=["f64", "f32", "f16"])
+def test_default_dtype_in_promotion(default):
+    def scenario(device):
+        old = torch.get_default_dtype()
+        out = []
+        try:
+            for d in (torch.float32, default):
+                torch.set_default_dtype(d)
+                x = torch.tensor([1, 2], dtype=torch.uint8, device=device)
+                out += [x + 5.5, x * 0.5, torch.sqrt(x), x / 3]
+        finally:
+            torch.set_default_dtype(old)
+        return out
+    check_scenario(scenario)
+
+
+def test_default_dtype_after_first_op_dtype():
+    old = torch.get_default_dtype()
+    x = torch.tensor([1], dtype=torch.uint8, device=DEV)
+    try:
+        assert (x + 5.5).dtype == torch.float32
+        torch.set_default_dtype(torch.float64)
+        y = x + 5.5
+        assert y.dtype == torch.float64
+        assert y.cpu().item() == 6.5
+    finally:
+        torch.set_default_dtype(old)
+
+
+# ==========================================================================
+# 7. out= computes in the result dtype, then casts; bad out= raise like CPU
+# ==========================================================================
+
+def test_out_computes_in_result_dtype():
+    def scenario(device):
+        a = torch.full((3,), 33000.0, dtype=torch.float16, device=device)
+        out = torch.zeros(3, dtype=torch.float64, device=device)
+        torch.add(a, a, out=out)
+        out2 = torch.zeros(3, dtype=torch.float32, device=device)
+        torch.mul(a, a, out=out2)
+        out3 = torch.zeros(3, dtype=torch.float64, device=device)
+        torch.sub(a.to(torch.bfloat16), 1e-3, out=out3)
+        return out, out2, out3
+    check_scenario(scenario)
+
+
+def test_out_same_dtype_still_exact():
+    def scenario(device):
+        a = torch.arange(6.0, device=device).reshape(2, 3)
+        out = torch.empty(2, 3, device=device)
+        torch.add(a, 1.5, out=out)
+        cnt = torch.empty(2, dtype=torch.int64, device=device)
+        torch.sum(torch.ones(2, 3, dtype=torch.int64, device=device), 1, out=cnt)
+        s = torch.empty(2, dtype=torch.float64, device=device)
+        torch.sum(a.to(torch.float16), 1, out=s)
+        return out, cnt, s
+    check_scenario(scenario)
+
+
+def test_out_dtype_that_result_cannot_cast_to_raises():
+    a = make_tensor((3,))
+    err_cpu, err_dev = assert_same_error(lambda t: torch.add(t, t, out=torch.empty(3, dtype=torch.int64, device=t.device)), a)
+    assert type(err_dev) is RuntimeError
+    assert "can't be cast to the desired output type Long" in str(err_dev)
+    assert_same_error(lambda t: torch.mul(t, 2.5, out=torch.empty(3, dtype=torch.bool, device=t.device)), a)
+    assert_same_error(lambda t: torch.sqrt(t, out=torch.empty(3, dtype=torch.int32, device=t.device)), a)
+
+
+@pytest.mark.skipif(DEV == "cpu", reason="needs a second device type")
+def test_out_on_another_device_raises():
+    a = make_tensor((3,)).to(DEV)
+    same_device = "Expected all tensors to be on the same device, but found at least two devices"
+    with pytest.raises(RuntimeError, match=same_device):
+        torch.add(a, a, out=torch.empty(3))
+    with pytest.raises(RuntimeError, match=same_device):
+        torch.sqrt(a, out=torch.empty(3))
+    with pytest.raises(RuntimeError, match=same_device):
+        torch.add(a.cpu(), a.cpu(), out=torch.empty(3, device=DEV))
