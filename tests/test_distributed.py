@@ -79,3 +79,11 @@ def test_a_dead_rank_gives_the_others_an_error_not_a_hang():
     row = [r for r in results[0] if r["check"] == "dead_rank"][0]
     assert row["ok"], row
     assert row["seconds"] < 90, row  # within the process group's 60 s timeout (plus slack)
+
+
+def test_fsdp2_training_matches_data_parallel_on_cpu():
+    check_all(launch("fsdp2"), ["fsdp2"])
+
+
+def test_dtensor_and_tensor_parallel_match_cpu():
+    check_all(launch("dtensor"), ["dtensor_matmul", "dtensor_redistribute", "dtensor_sum", "tensor_parallel"])

@@ -263,17 +263,72 @@ def compile_cache_stats() -> dict:
     return _C.compile_cache_stats()
 
 
-@contextlib.contextmanager
-def stream(s=None):
-    yield
+# --- streams and events (csrc/aten/streams.cpp says what they order) ----------
+
+class _TpuKind(type):
+    """isinstance(x, torch.tpu.Stream / Event) holds for torch.Stream /
+    torch.Event objects on 'tpu': the constructors return torch's own types,
+    which torch's C++ (Event.elapsed_time, Event.record(stream), ...) accepts
+    where it would refuse a Python subclass."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, cls._base) and obj.device.type == "tpu"
 
 
-def current_stream(device: Any = None):
-    return torch.Stream(device=torch.device("tpu", _index(device)))
+class Stream(metaclass=_TpuKind):
+    """A 'tpu' stream (a torch.Stream), with torch.cuda.Stream's constructor."""
+    _base = torch.Stream
+
+    def __new__(cls, device: Any = None, priority: int = 0, **kwargs):
+        if kwargs:  # (stream_id, device_index, device_type): an existing stream
+            return torch.Stream(**kwargs)
+        return torch.Stream(device=torch.device("tpu", _index(device)), priority=priority)
 
 
-def default_stream(device: Any = None):
-    return current_stream(device)
+class Event(metaclass=_TpuKind):
+    """A 'tpu' event (a torch.Event), with torch.cuda.Event's constructor."""
+    _base = torch.Event
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        return torch.Event("tpu", enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)
+
+
+def current_stream(device: Any = None) -> torch.Stream:
+    return torch._C._accelerator_getStream(_index(device))
+
+
+def default_stream(device: Any = None) -> torch.Stream:
+    cur = torch._C._accelerator_getStream(_index(device))
+    return torch.Stream(stream_id=0, device_index=cur.device_index, device_type=cur.device_type)
+
+
+def set_stream(stream: torch.Stream) -> None:
+    if stream is not None:
+        torch.accelerator.set_stream(stream)
+
+
+class StreamContext:
+    """Makes `stream` current on its device for the block (torch.cuda.StreamContext)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.prev = None
+
+    def __enter__(self):
+        if self.stream is None:
+            return self
+        self.prev = current_stream(self.stream.device_index)
+        torch.accelerator.set_stream(self.stream)
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev is not None:
+            torch.accelerator.set_stream(self.prev)
+        return False
+
+
+def stream(s) -> StreamContext:
+    return StreamContext(s)
 
 
 def _is_in_bad_fork() -> bool:

@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
 
 #include "ops/lowering.h"
 #include "runtime/runtime.h"
@@ -35,6 +37,18 @@ c10::Allocator* tpu_allocator();
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
 
 int current_device();
+
+// Streams and events (streams.cpp): what device.cpp's DeviceGuardImpl forwards.
+c10::Stream current_stream(c10::DeviceIndex d);
+c10::Stream exchange_stream(c10::Stream s);
+c10::Stream new_stream(c10::DeviceIndex d, int priority);
+c10::Stream pool_stream(c10::DeviceIndex d, bool high_priority);
+void event_record(void** event, const c10::Stream& stream, c10::DeviceIndex device, c10::EventFlag flag);
+bool event_query(void* event);
+void event_synchronize(void* event);
+void event_destroy(void* event);
+double event_elapsed_ms(void* start, void* end);
+bool stream_query(const c10::Stream& s);
 void synchronize_device(int device);  // -1: all
 
 // Memory accounting (bytes of live storages per device).

@@ -178,26 +178,33 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     if (d.index() >= 0) t_current_device = d.index();
   }
-  c10::Stream getStream(c10::Device d) const override {
+  // Streams and events: streams.cpp.
+  c10::Stream getStream(c10::Device d) const override { return current_stream(d.index()); }
+  c10::Stream getDefaultStream(c10::Device d) const override {
     return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, d.index() < 0 ? t_current_device : d.index()));
   }
-  c10::Stream exchangeStream(c10::Stream s) const override { return getStream(s.device()); }
+  c10::Stream getNewStream(c10::Device d, int priority) const override { return new_stream(d.index(), priority); }
+  c10::Stream getStreamFromGlobalPool(c10::Device d, bool high) const override { return pool_stream(d.index(), high); }
+  c10::Stream exchangeStream(c10::Stream s) const override { return exchange_stream(s); }
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(runtime::device_count_noexcept());
   }
-  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex, const c10::EventFlag) const override {
-    // Work on a device is ordered through buffer dependencies; an event marks
-    // "everything issued so far", which synchronize() waits for.
-    (void)event;
-    (void)stream;
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device,
+              const c10::EventFlag flag) const override {
+    event_record(event, stream, device, flag);
   }
+  // Buffer order already makes dependent work wait (streams.cpp).
   void block(void*, const c10::Stream&) const override {}
-  bool queryEvent(void*) const override { return true; }
-  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
-  bool queryStream(const c10::Stream&) const override { return true; }
+  bool queryEvent(void* event) const override { return event_query(event); }
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override { event_destroy(event); }
+  bool queryStream(const c10::Stream& s) const override { return stream_query(s); }
   void synchronizeStream(const c10::Stream& s) const override { synchronize_device(s.device_index()); }
-  void synchronizeEvent(void*) const override { synchronize_device(-1); }
+  void synchronizeEvent(void* event) const override { event_synchronize(event); }
   void synchronizeDevice(const c10::DeviceIndex d) const override { synchronize_device(d); }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    return event_elapsed_ms(start, end);
+  }
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
   // torch.accelerator.get_device_capability: the dtypes a 'tpu' tensor can hold.
   c10::DeviceCapability getDeviceCapability(c10::Device) const override {
     c10::DeviceCapability cap;

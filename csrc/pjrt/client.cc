@@ -1,5 +1,8 @@
 #include "pjrt/client.h"
 
+#include <chrono>
+#include <thread>
+
 #include <dlfcn.h>
 
 #include <cstddef>
@@ -168,6 +171,7 @@ Client::Client(const PluginConfig& config) : config_(config) {
   check(api_->PJRT_Client_AddressableDevices(&devs), "Client_AddressableDevices");
   devices_.assign(devs.addressable_devices, devs.addressable_devices + devs.num_addressable_devices);
   pending_.resize(devices_.size());
+  issued_.resize(devices_.size(), 0);
 
   auto pn = zeroed<PJRT_Client_PlatformName_Args>(PJRT_Client_PlatformName_Args_STRUCT_SIZE);
   pn.client = client_;
@@ -374,7 +378,7 @@ std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<
   check(api_->PJRT_LoadedExecutable_Execute(&a), "LoadedExecutable_Execute");
   // A donated argument's memory now belongs to a result: its handle is dead,
   // and is destroyed when this execution is complete (see InFlight).
-  InFlight entry{done[0], {}};
+  InFlight entry{done[0], {}, 0, nullptr};
   for (int d : donated_args) {
     entry.donated.push_back(raw[d]);
     args[d]->release();
@@ -392,6 +396,11 @@ std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<
 }
 
 namespace {
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 constexpr size_t kCheckReadyAfter = 64;   // queue length at which ready events are dropped
 constexpr size_t kMaxInFlight = 2048;     // queue length at which the host waits
 
@@ -408,18 +417,46 @@ bool event_ready(const PJRT_Api* api, PJRT_Event* ev) {
 }  // namespace
 
 void Client::retire(InFlight& entry) {
+  if (entry.done_ns) {
+    int64_t expected = 0;
+    entry.done_ns->compare_exchange_strong(expected, now_ns());
+  }
   for (PJRT_Buffer* b : entry.donated) destroy_buffer(api_, b);
   entry.donated.clear();
   destroy_event(api_, entry.done);
   entry.done = nullptr;
 }
 
+namespace {
+// PJRT_Event_OnReady callback: stamps the execution's completion time.
+void stamp_done(PJRT_Error* error, void* arg) {
+  auto* slot = static_cast<std::shared_ptr<std::atomic<int64_t>>*>(arg);
+  int64_t expected = 0;
+  (*slot)->compare_exchange_strong(expected, now_ns());
+  delete slot;
+  if (error && g_api) destroy_error(g_api, error);
+}
+}  // namespace
+
 void Client::track(int device, InFlight entry) {
   std::vector<InFlight> wait;
   std::vector<InFlight> ready;
+  entry.done_ns = std::make_shared<std::atomic<int64_t>>(0);
+  {
+    auto on = zeroed<PJRT_Event_OnReady_Args>(PJRT_Event_OnReady_Args_STRUCT_SIZE);
+    on.event = entry.done;
+    on.callback = &stamp_done;
+    on.user_arg = new std::shared_ptr<std::atomic<int64_t>>(entry.done_ns);
+    PJRT_Error* e = api_->PJRT_Event_OnReady(&on);
+    if (e) {  // no callback: the time is taken when the host sees it complete
+      delete static_cast<std::shared_ptr<std::atomic<int64_t>>*>(on.user_arg);
+      destroy_error(api_, e);
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(events_mutex_);
     auto& q = pending_[device];
+    entry.seq = ++issued_[device];
     q.push_back(std::move(entry));
     if (q.size() >= kCheckReadyAfter) {
       while (!q.empty() && event_ready(api_, q.front().done)) {
@@ -465,6 +502,59 @@ void Client::synchronize(int device) {
     }
   }
   if (!first_error.empty()) throw Error(first_error, 0);
+}
+
+Client::Marker Client::mark(int device) {
+  Marker m;
+  m.device = device;
+  m.marked_ns = now_ns();
+  std::lock_guard<std::mutex> lock(events_mutex_);
+  m.seq = issued_.at(device);
+  for (const auto& e : pending_[device])
+    if (e.done_ns) m.done_ns.push_back(e.done_ns);
+  return m;
+}
+
+bool Client::ready(const Marker& m) {
+  for (const auto& t : m.done_ns)
+    if (t->load() == 0) return false;
+  return true;
+}
+
+void Client::wait(const Marker& m) {
+  if (ready(m)) return;
+  std::vector<InFlight> wait;
+  {
+    std::lock_guard<std::mutex> lock(events_mutex_);
+    auto& q = pending_.at(m.device);
+    while (!q.empty() && q.front().seq <= m.seq) {
+      wait.push_back(std::move(q.front()));
+      q.pop_front();
+    }
+  }
+  std::string first_error;
+  for (auto& entry : wait) {
+    PJRT_Error* e = await_event(api_, entry.done);
+    retire(entry);
+    if (e && first_error.empty()) {
+      try {
+        check(e, "device execution");
+      } catch (const Error& err) {
+        first_error = err.what();
+      }
+    } else {
+      destroy_error(api_, e);
+    }
+  }
+  if (!first_error.empty()) throw Error(first_error, 0);
+  // Entries another thread took off the queue are retired (and stamped) by it.
+  while (!ready(m)) std::this_thread::yield();
+}
+
+int64_t Client::completion_ns(const Marker& m) {
+  int64_t t = m.marked_ns;
+  for (const auto& d : m.done_ns) t = std::max(t, d->load());
+  return t;
 }
 
 size_t Client::donated_in_flight() {

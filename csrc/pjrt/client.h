@@ -2,6 +2,7 @@
 // executables. Nothing here knows about PyTorch; errors are C++ exceptions.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -159,6 +160,22 @@ class Client {
   // Waits until every execution issued so far on `device` (-1: all) is complete.
   void synchronize(int device);
 
+  // ---- Events (torch.tpu.Event / torch.Event("tpu")) ----
+  // A marker covers the executions issued on a device before it was taken;
+  // it is ready when they are all complete, and its time is when the last of
+  // them completed (each execution's completion is timestamped by an
+  // on-ready callback, so the time is the device's, not when the host looked).
+  struct Marker {
+    int device = 0;
+    uint64_t seq = 0;  // executions with sequence numbers <= seq are covered
+    std::vector<std::shared_ptr<std::atomic<int64_t>>> done_ns;  // those still pending when marked
+    int64_t marked_ns = 0;  // steady-clock time the marker was taken
+  };
+  Marker mark(int device);
+  static bool ready(const Marker& m);
+  void wait(const Marker& m);  // blocks until ready; raises the first execution error seen
+  static int64_t completion_ns(const Marker& m);  // valid once ready
+
   // Handles of donated arguments whose executions have not been retired yet
   // (retired when seen complete, at the latest by synchronize()).
   size_t donated_in_flight();
@@ -191,11 +208,14 @@ class Client {
   struct InFlight {
     abi::PJRT_Event* done;
     std::vector<abi::PJRT_Buffer*> donated;
+    uint64_t seq = 0;                                // issue order on the device
+    std::shared_ptr<std::atomic<int64_t>> done_ns;  // completion time (0 until complete)
   };
   void track(int device, InFlight entry);
   void retire(InFlight& entry);  // destroys the entry's event and donated handles
   std::mutex events_mutex_;
   std::vector<std::deque<InFlight>> pending_;
+  std::vector<uint64_t> issued_;  // per device: sequence number of the last execution
 };
 
 }  // namespace ttpu::pjrt

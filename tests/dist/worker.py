@@ -167,6 +167,32 @@ def fsdp2(gloo):
     report("fsdp2", train("tpu"), train("cpu"))
 
 
+def dtensor(gloo):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    mesh = init_device_mesh("tpu", (WORLD,))
+    a = torch.randn(8, 6, generator=torch.Generator().manual_seed(0))
+    b = torch.randn(6, 4, generator=torch.Generator().manual_seed(1))
+    da = distribute_tensor(a.to("tpu"), mesh, [Shard(0)])
+    db = distribute_tensor(b.to("tpu"), mesh, [Replicate()])
+    report("dtensor_matmul", [(da @ db).full_tensor()], [a @ b])
+    report("dtensor_redistribute", [da.redistribute(mesh, [Shard(1)]).full_tensor()], [a])
+    report("dtensor_sum", [da.sum().full_tensor()], [a.sum()])
+    # tensor parallel MLP: colwise then rowwise, forward and backward vs CPU
+    torch.manual_seed(0)
+    ref = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 6))
+    tp = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 6))
+    tp.load_state_dict(ref.state_dict())
+    tp = parallelize_module(tp.to("tpu"), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    x = torch.randn(5, 6, generator=torch.Generator().manual_seed(2))
+    out = tp(x.to("tpu"))
+    out.sum().backward()
+    r = ref(x)
+    r.sum().backward()
+    report("tensor_parallel", [out, tp[0].weight.grad.full_tensor()], [r, ref[0].weight.grad])
+
+
 def dead_rank(gloo):
     """Rank 1 dies; rank 0's next collective must fail with an error, not hang."""
     import time
