@@ -101,34 +101,16 @@ void each_pool(size_t nbytes, F f) {
   f(static_cast<size_t>(nbytes <= kSmallBlock ? StatType::SMALL_POOL : StatType::LARGE_POOL));
 }
 
-void count_alloc(int device, size_t nbytes) {
+// One storage more (alloc) or fewer in every stat a storage counts in.
+void count(int device, size_t nbytes, bool alloc) {
   std::lock_guard<std::mutex> lock(g_stats_mutex);
   DeviceStats& s = g_stats[device];
   each_pool(nbytes, [&](size_t p) {
-    s.allocation[p].increase(1);
-    s.segment[p].increase(1);
-    s.active[p].increase(1);
-    s.allocated_bytes[p].increase(nbytes);
-    s.reserved_bytes[p].increase(nbytes);
-    s.active_bytes[p].increase(nbytes);
-    s.requested_bytes[p].increase(nbytes);
+    for (auto* st : {&s.allocation[p], &s.segment[p], &s.active[p]}) alloc ? st->increase(1) : st->decrease(1);
+    for (auto* st : {&s.allocated_bytes[p], &s.reserved_bytes[p], &s.active_bytes[p], &s.requested_bytes[p]})
+      alloc ? st->increase(nbytes) : st->decrease(nbytes);
   });
-  s.num_device_alloc++;
-}
-
-void count_free(int device, size_t nbytes) {
-  std::lock_guard<std::mutex> lock(g_stats_mutex);
-  DeviceStats& s = g_stats[device];
-  each_pool(nbytes, [&](size_t p) {
-    s.allocation[p].decrease(1);
-    s.segment[p].decrease(1);
-    s.active[p].decrease(1);
-    s.allocated_bytes[p].decrease(nbytes);
-    s.reserved_bytes[p].decrease(nbytes);
-    s.active_bytes[p].decrease(nbytes);
-    s.requested_bytes[p].decrease(nbytes);
-  });
-  s.num_device_free++;
+  (alloc ? s.num_device_alloc : s.num_device_free)++;
 }
 
 // Host memory from /proc/meminfo, in bytes: (MemAvailable, MemTotal).
@@ -157,7 +139,7 @@ std::string gib(size_t bytes) {
 void delete_handle(void* ctx) {
   auto* h = static_cast<runtime::StorageHandle*>(ctx);
   address_space().release(h->address, h->nbytes);
-  count_free(h->device, h->nbytes);
+  count(h->device, h->nbytes, /*alloc=*/false);
   delete h;
 }
 
@@ -175,7 +157,7 @@ class TpuAllocator final : public c10::DeviceAllocator {
       delete h;
       throw;
     }
-    count_alloc(device, nbytes);
+    count(device, nbytes, /*alloc=*/true);
     return {reinterpret_cast<void*>(h->address), h, &delete_handle,
             c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device))};
   }

@@ -85,14 +85,18 @@ Value standard_normal(LowerCtx& c, const Value& state, const std::vector<int64_t
   return b.reshape(z, dims);
 }
 
-std::vector<Value> normal(LowerCtx& c) {
-  // normal_(self, mean, std, generator)
+// mean + std * z for the (self, mean, std, generator) ops, in the compute type.
+Value scaled_normal(LowerCtx& c) {
   Builder& b = c.b;
   const TensorType& out = c.out();
   Value z = standard_normal(c, rng_state(c, 3), out.dims, wants_f64(out));
   ElemType ct = z.type.elem;
-  Value r = b.add(b.constant(c.d(1), ct, out.dims), b.mul(z, b.constant(c.d(2), ct, out.dims)));
-  return {b.convert(r, out.elem)};
+  return b.add(b.constant(c.d(1), ct, out.dims), b.mul(z, b.constant(c.d(2), ct, out.dims)));
+}
+
+std::vector<Value> normal(LowerCtx& c) {
+  // normal_(self, mean, std, generator)
+  return {c.b.convert(scaled_normal(c), c.out().elem)};
 }
 
 // normal.Tensor_float / float_Tensor / Tensor_Tensor (mean, std, generator):
@@ -119,12 +123,7 @@ std::vector<Value> normal_tensors(LowerCtx& c) {
 
 std::vector<Value> log_normal(LowerCtx& c) {
   // log_normal_(self, mean, std, generator): exp(mean + std * z)
-  Builder& b = c.b;
-  const TensorType& out = c.out();
-  Value z = standard_normal(c, rng_state(c, 3), out.dims, wants_f64(out));
-  ElemType ct = z.type.elem;
-  Value r = b.add(b.constant(c.d(1), ct, out.dims), b.mul(z, b.constant(c.d(2), ct, out.dims)));
-  return {b.convert(b.unary("exponential", r), out.elem)};
+  return {c.b.convert(c.b.unary("exponential", scaled_normal(c)), c.out().elem)};
 }
 
 std::vector<Value> cauchy(LowerCtx& c) {

@@ -477,18 +477,9 @@ void Client::track(int device, InFlight entry) {
   }
 }
 
-void Client::synchronize(int device) {
-  std::vector<InFlight> wait;
-  {
-    std::lock_guard<std::mutex> lock(events_mutex_);
-    for (size_t d = 0; d < pending_.size(); ++d) {
-      if (device >= 0 && static_cast<int>(d) != device) continue;
-      for (auto& p : pending_[d]) wait.push_back(std::move(p));
-      pending_[d].clear();
-    }
-  }
+void Client::await_all(std::vector<InFlight>& entries) {
   std::string first_error;
-  for (auto& entry : wait) {
+  for (auto& entry : entries) {
     PJRT_Error* e = await_event(api_, entry.done);
     retire(entry);
     if (e && first_error.empty()) {
@@ -502,6 +493,19 @@ void Client::synchronize(int device) {
     }
   }
   if (!first_error.empty()) throw Error(first_error, 0);
+}
+
+void Client::synchronize(int device) {
+  std::vector<InFlight> wait;
+  {
+    std::lock_guard<std::mutex> lock(events_mutex_);
+    for (size_t d = 0; d < pending_.size(); ++d) {
+      if (device >= 0 && static_cast<int>(d) != device) continue;
+      for (auto& p : pending_[d]) wait.push_back(std::move(p));
+      pending_[d].clear();
+    }
+  }
+  await_all(wait);
 }
 
 Client::Marker Client::mark(int device) {
@@ -532,21 +536,7 @@ void Client::wait(const Marker& m) {
       q.pop_front();
     }
   }
-  std::string first_error;
-  for (auto& entry : wait) {
-    PJRT_Error* e = await_event(api_, entry.done);
-    retire(entry);
-    if (e && first_error.empty()) {
-      try {
-        check(e, "device execution");
-      } catch (const Error& err) {
-        first_error = err.what();
-      }
-    } else {
-      destroy_error(api_, e);
-    }
-  }
-  if (!first_error.empty()) throw Error(first_error, 0);
+  await_all(wait);
   // Entries another thread took off the queue are retired (and stamped) by it.
   while (!ready(m)) std::this_thread::yield();
 }

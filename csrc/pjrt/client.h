@@ -213,6 +213,8 @@ class Client {
   };
   void track(int device, InFlight entry);
   void retire(InFlight& entry);  // destroys the entry's event and donated handles
+  // Waits for and retires every entry; raises the first execution error.
+  void await_all(std::vector<InFlight>& entries);
   std::mutex events_mutex_;
   std::vector<std::deque<InFlight>> pending_;
   std::vector<uint64_t> issued_;  // per device: sequence number of the last execution
