@@ -227,8 +227,8 @@ std::pair<size_t, size_t> memory_info(int device) {
   if (runtime::client_created() || runtime::plugin_config().platform != "cpu") {
     try {
       pjrt::Client& c = runtime::client();
-      int64_t limit = c.device_bytes_limit(device);
-      int64_t used = c.device_bytes_in_use(device);
+      pjrt::Client::DeviceMemory m = c.device_memory(device);
+      int64_t limit = m.bytes_limit, used = m.bytes_in_use;
       if (limit > 0 && used >= 0) return {static_cast<size_t>(std::max<int64_t>(limit - used, 0)), limit};
     } catch (const pjrt::Error&) {
       // no client: fall back to the host's numbers below

@@ -555,26 +555,15 @@ size_t Client::donated_in_flight() {
   return n;
 }
 
-int64_t Client::device_bytes_in_use(int device) const {
+Client::DeviceMemory Client::device_memory(int device) const {
   auto a = zeroed<PJRT_Device_MemoryStats_Args>(PJRT_Device_MemoryStats_Args_STRUCT_SIZE);
   a.device = devices_.at(device);
   PJRT_Error* e = api_->PJRT_Device_MemoryStats(&a);
   if (e) {
     destroy_error(api_, e);
-    return -1;
+    return {};
   }
-  return a.bytes_in_use;
-}
-
-int64_t Client::device_bytes_limit(int device) const {
-  auto a = zeroed<PJRT_Device_MemoryStats_Args>(PJRT_Device_MemoryStats_Args_STRUCT_SIZE);
-  a.device = devices_.at(device);
-  PJRT_Error* e = api_->PJRT_Device_MemoryStats(&a);
-  if (e) {
-    destroy_error(api_, e);
-    return -1;
-  }
-  return a.bytes_limit_is_set ? a.bytes_limit : -1;
+  return {a.bytes_in_use, a.bytes_limit_is_set ? a.bytes_limit : -1};
 }
 
 }  // namespace ttpu::pjrt

@@ -180,10 +180,12 @@ class Client {
   // (retired when seen complete, at the latest by synchronize()).
   size_t donated_in_flight();
 
-  // Device memory in use as the plugin reports it, or -1 when unsupported.
-  int64_t device_bytes_in_use(int device) const;
-  // The device's memory limit as the plugin reports it, or -1 when unsupported.
-  int64_t device_bytes_limit(int device) const;
+  // Device memory as the plugin reports it; -1 where it does not.
+  struct DeviceMemory {
+    int64_t bytes_in_use = -1;
+    int64_t bytes_limit = -1;
+  };
+  DeviceMemory device_memory(int device) const;
 
   const abi::PJRT_Api* api() const { return api_; }
   void check(abi::PJRT_Error* err, const char* what) const;
