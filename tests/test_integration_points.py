@@ -159,3 +159,32 @@ def test_dlpack_of_a_tpu_tensor_is_a_clear_error():
     assert "DLPack" in str(e.value) or "Dlpack" in str(e.value)
     with pytest.raises((RuntimeError, ValueError, BufferError)):
         torch.from_dlpack(x)
+
+
+# --- pinned host memory (issue #16, item 4) ----------------------------------
+
+def test_pin_memory_and_copies_from_pinned_memory():
+    x = make_tensor((64, 32))
+    assert not x.is_pinned()
+    p = x.pin_memory()
+    assert p.is_pinned() and p[5:].is_pinned() and p.t().is_pinned()
+    assert p.data_ptr() != x.data_ptr() and torch.equal(p, x)
+    assert torch.empty(16, pin_memory=True).is_pinned()
+    d = p.to(DEV, non_blocking=True)
+    p.fill_(3.0)  # the copy is a snapshot taken before .to returned
+    torch.testing.assert_close(d.cpu(), x)
+    # device -> pinned host and back
+    h = torch.empty(64, 32).pin_memory()
+    h.copy_(d, non_blocking=True)
+    torch.tpu.synchronize()
+    torch.testing.assert_close(h, x)
+    del p, h  # freed blocks are forgotten
+    assert not torch.empty(64, 32).is_pinned()
+
+
+def test_dataloader_pin_memory():
+    ds = torch.utils.data.TensorDataset(make_tensor((10, 3)), torch.arange(10))
+    batches = list(torch.utils.data.DataLoader(ds, batch_size=4, pin_memory=True))
+    assert all(b[0].is_pinned() and b[1].is_pinned() for b in batches)
+    got = torch.cat([b[0].to(DEV, non_blocking=True) for b in batches]).cpu()
+    torch.testing.assert_close(got, ds.tensors[0])

@@ -33,6 +33,9 @@ void write(const at::Tensor& dst, const BufferPtr& value);
 at::Tensor wrap(const BufferPtr& value, at::ScalarType dtype);
 
 c10::Allocator* tpu_allocator();
+// Pinned host memory (host_allocator.cpp).
+c10::Allocator* pinned_allocator();
+bool is_pinned(const void* ptr);
 // Replaces the storage's bytes by a zero-padded/truncated copy of new_nbytes.
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
 

@@ -326,8 +326,8 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void*) const override {
     return at::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(t_current_device));
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  c10::Allocator* getPinnedMemoryAllocator() const override { return at::getCPUAllocator(); }
+  bool isPinnedPtr(const void* data) const override { return is_pinned(data); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return pinned_allocator(); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return runtime::client_created(); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     resize_storage_bytes(storage, newsize);
