@@ -87,3 +87,8 @@ def test_fsdp2_training_matches_data_parallel_on_cpu():
 
 def test_dtensor_and_tensor_parallel_match_cpu():
     check_all(launch("dtensor"), ["dtensor_matmul", "dtensor_redistribute", "dtensor_sum", "tensor_parallel"])
+
+
+def test_functional_collectives_eager_deferred_and_compiled():
+    check_all(launch("funcol"), ["funcol_all_reduce[eager]", "funcol_all_gather[eager]", "funcol_all_reduce[defer]",
+                                 "funcol_all_reduce[compiled]"])

@@ -193,6 +193,28 @@ def dtensor(gloo):
     report("tensor_parallel", [out, tp[0].weight.grad.full_tensor()], [r, ref[0].weight.grad])
 
 
+def funcol(gloo):
+    """Functional collectives (torch.ops._c10d_functional) eager, in DeferAndFuse and compiled."""
+    import torch.distributed._functional_collectives as fc
+    from torch_tpu.execution_mode import EagerMode, eager_mode
+    x = data((4, 3), seed=11)
+    ref = x.clone()
+    dist.all_reduce(ref, group=gloo)
+    ref = ref * 2 + 1
+    ref_ag = torch.cat([data((4, 3), seed=11) if r == RANK else torch.empty(4, 3) for r in range(WORLD)])
+    dist.all_gather_into_tensor(ref_ag, x, group=gloo)
+
+    def f(t):
+        return fc.all_reduce(t * 2, "sum", dist.group.WORLD) + 1
+
+    report("funcol_all_reduce[eager]", [f(x.to("tpu"))], [ref])
+    report("funcol_all_gather[eager]", [fc.all_gather_tensor(x.to("tpu"), 0, dist.group.WORLD)], [ref_ag])
+    with eager_mode(EagerMode.DEFER_AND_FUSE):
+        got = f(x.to("tpu")).cpu()
+    report("funcol_all_reduce[defer]", [got], [ref])
+    report("funcol_all_reduce[compiled]", [torch.compile(f, backend="tpu")(x.to("tpu"))], [ref])
+
+
 def dead_rank(gloo):
     """Rank 1 dies; rank 0's next collective must fail with an error, not hang."""
     import time
