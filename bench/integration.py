@@ -5,7 +5,9 @@
    DeferAndFuse, median ms per step.
 2. Events: the device time torch.tpu.Event measures for that step vs the
    host wall time around the same step with a synchronize.
-3. Distributed: all_reduce of 1 MiB and 16 MiB float32 over the 'tpu' c10d
+3. Profiler: the same f32 step (Strict) with and without
+   autograd.profiler.profile(use_device="tpu", use_kineto=False).
+4. Distributed: all_reduce of 1 MiB and 16 MiB float32 over the 'tpu' c10d
    backend (host-staged through gloo) vs gloo on CPU tensors, 2 processes,
    median ms per call.
 
@@ -20,7 +22,7 @@ import sys
 import time
 
 
-def mlp_step_times(mode, amp, steps=12):
+def mlp_step_times(mode, amp, steps=12, profile=False):
     import torch
     import torch.nn as nn
     from torch_tpu.execution_mode import EagerMode, eager_mode
@@ -29,7 +31,9 @@ def mlp_step_times(mode, amp, steps=12):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     x, y = torch.randn(256, 1024, device="tpu"), torch.randn(256, 1024, device="tpu")
     wall, device = [], []
-    with eager_mode(EagerMode.DEFER_AND_FUSE if mode == "defer" else EagerMode.STRICT):
+    import contextlib
+    prof = torch.autograd.profiler.profile(use_device="tpu", use_kineto=False) if profile else contextlib.nullcontext()
+    with prof, eager_mode(EagerMode.DEFER_AND_FUSE if mode == "defer" else EagerMode.STRICT):
         for i in range(steps):
             start, end = torch.tpu.Event(enable_timing=True), torch.tpu.Event(enable_timing=True)
             torch.tpu.synchronize()
@@ -86,6 +90,9 @@ def main():
     print("AMP and events (MLP 1024-4096-1024, batch 256, AdamW):")
     for mode, r in rows.items():
         print(f"  {mode:7s} {json.dumps(r)}")
+    plain, _ = mlp_step_times("strict", amp=False)
+    profiled, _ = mlp_step_times("strict", amp=False, profile=True)
+    print(f"profiler (use_device='tpu'): step {plain:.1f} ms -> {profiled:.1f} ms profiled ({profiled / plain:.2f}x)")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
