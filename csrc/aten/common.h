@@ -79,6 +79,9 @@ const at::Generator& default_generator(int device);
 void set_shallow_copy_fix(bool on);
 bool shallow_copy_fix();
 
+// Names in the lowering table that match no ATen op overload in this torch.
+std::vector<std::string>& unresolved_lowerings();
+
 // Calls of ops that ran through the explicit host path (linalg decompositions, FFT), by overload.
 std::map<std::string, int64_t> host_op_counts();
 

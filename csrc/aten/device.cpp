@@ -418,6 +418,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("num_allocations", [](int device) { return aten::memory_stats(device).num_allocs; });
   m.def("reset_peak_memory_stats", [](int device) { aten::reset_peak(device); });
   m.def("mem_get_info", [](int device) { return aten::memory_info(device); });
+  m.def("_unresolved_lowerings", [] { return aten::unresolved_lowerings(); });
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(aten::default_generator(device)));
   });

@@ -1296,6 +1296,11 @@ std::map<std::string, int64_t> host_op_counts() {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&tpu_fallback>()); }
 
+std::vector<std::string>& unresolved_lowerings() {
+  static std::vector<std::string> names;
+  return names;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
@@ -1349,7 +1354,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       std::string base = "aten::" + full.substr(0, dot);
       std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
       auto handle = dispatcher.findSchema({base, overload});
-      if (!handle.has_value()) continue;  // not in this torch version
+      if (!handle.has_value()) {  // a typo, or an overload this torch version lacks: tests/test_registration.py
+        unresolved_lowerings().push_back(full);
+        continue;
+      }
       // A device kernel for a CompositeImplicitAutograd op would replace its
       // decomposition and with it autograd: those keep decomposing.
       if (handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
