@@ -415,7 +415,10 @@ std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRe
   return outs;
 }
 
-ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan) {
+// No common type (float8 with anything else): ops that promote raise CPU's
+// error from their meta function; the others (index_select on a float8
+// tensor) do not need one.
+ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan) try {
   at::native::ResultTypeState state;
   bool any = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -433,6 +436,8 @@ ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan) {
   }
   if (!any) return ElemType::F32;
   return elem_of(at::native::result_type(state));
+} catch (const c10::Error&) {
+  return ElemType::F32;
 }
 
 std::vector<int64_t> int_list(const c10::IValue& v) {

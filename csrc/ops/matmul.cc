@@ -1,5 +1,6 @@
 // Matrix products. float32 dots request the precision that
-// torch.get_float32_matmul_precision() asks for; bf16/f16 dots accumulate in f32.
+// torch.get_float32_matmul_precision() asks for; bf16/f16 dots accumulate in f32;
+// _scaled_mm (float8 operands with scales) computes in f32.
 #include <stdexcept>
 #include <string>
 
@@ -66,6 +67,35 @@ std::vector<Value> addmv(LowerCtx& c) {
   return {c.b.convert(scale_add(c, 0, 3, 4, p), c.out().elem)};
 }
 
+// _scaled_mm(self, mat2, scale_a, scale_b, bias?, scale_result?, out_dtype?, use_fast_accum):
+// the float8 (or other) operands widened to f32, one f32 dot, then the
+// scales as PyTorch's CPU kernel applies them: (a @ b) * scale_a * scale_b
+// (+ bias), divided by scale_result for a float8 result. Per-tensor scales
+// (one element) and row/column-wise ones ([M, 1] and [1, N]) are supported.
+std::vector<Value> scaled_mm(LowerCtx& c) {
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  const ElemType f32 = ElemType::F32;
+  Value acc = b.dot_general(b.convert(c.t(0), f32), b.convert(c.t(1), f32), {}, {}, {1}, {0}, f32,
+                            shlo::Precision::Highest);
+  const std::vector<int64_t> mn = acc.type.dims;
+  auto operand = [&](size_t k, const char* what) {
+    Value s = b.convert(c.t(k), f32);
+    if (s.type.numel() == 1) return b.broadcast_in_dim(b.reshape(s, {}), mn, {});
+    const auto& d = s.type.dims;
+    bool rowwise = d.size() == 2 && ((d[0] == mn[0] && d[1] == 1) || (d[0] == 1 && d[1] == mn[1]));
+    bool vector = d.size() == 1 && d[0] == mn[1];
+    if (!rowwise && !vector)
+      throw std::invalid_argument(std::string("_scaled_mm on 'tpu': ") + what + " of shape " + s.type.str() +
+                                  " (blockwise scaling) is not supported yet; use per-tensor or row-wise scales");
+    return b.broadcast_to(s, mn);
+  };
+  acc = b.mul(b.mul(acc, operand(2, "scale_a")), operand(3, "scale_b"));
+  if (c.has(4)) acc = b.add(acc, operand(4, "bias"));
+  if (c.has(5)) acc = b.div(acc, operand(5, "scale_result"));
+  return {b.convert(acc, out.elem)};
+}
+
 }  // namespace
 
 void append_matmul(std::vector<Lowering>& t) {
@@ -76,6 +106,7 @@ void append_matmul(std::vector<Lowering>& t) {
   t.push_back({"mv", mv, {"mv", "mv.out"}, kUsesMatmulPrecision});
   t.push_back({"dot", dot1d, {"dot", "dot.out", "vdot"}, kUsesMatmulPrecision});
   t.push_back({"addmv", addmv, {"addmv", "addmv.out", "addmv_"}, kUsesMatmulPrecision});
+  t.push_back({"scaled_mm", scaled_mm, {"_scaled_mm", "_scaled_mm.out"}});
 }
 
 }  // namespace ttpu::ops
