@@ -419,6 +419,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("reset_peak_memory_stats", [](int device) { aten::reset_peak(device); });
   m.def("mem_get_info", [](int device) { return aten::memory_info(device); });
   m.def("_unresolved_lowerings", [] { return aten::unresolved_lowerings(); });
+  // Which platform-specific lowerings are chosen ("portable", "cpu", "cuda", "tpu"); tests switch it.
+  m.def("_lowering_target", [] {
+    const char* names[] = {"portable", "cpu", "cuda", "tpu"};
+    return std::string(names[static_cast<int>(ops::target())]);
+  });
+  m.def("_set_lowering_target", [](const std::string& t) {
+    ops::set_target(t == "portable" ? ops::Target::Portable : ops::target_from_platform(t));
+    runtime::clear_cache();  // executables built for the other target must not be reused
+  });
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(aten::default_generator(device)));
   });

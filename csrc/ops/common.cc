@@ -7,6 +7,8 @@
 
 #include "ops/lowering.h"
 
+#include <atomic>
+
 namespace ttpu::ops {
 
 static const Arg& arg_at(const std::vector<Arg>& args, size_t i) {
@@ -346,8 +348,22 @@ ElemType float_compute(LowerCtx& c) { return accumulate_type(c.out().elem); }
 
 std::vector<Value> as_out(LowerCtx& c, const Value& v) { return {c.b.convert(v, c.out().elem)}; }
 
+namespace {
+std::atomic<int> g_target{static_cast<int>(Target::Portable)};
+}  // namespace
+
+Target target() { return static_cast<Target>(g_target.load(std::memory_order_relaxed)); }
+void set_target(Target t) { g_target.store(static_cast<int>(t)); }
+Target target_from_platform(const std::string& platform) {
+  if (platform == "cpu") return Target::Cpu;
+  if (platform == "cuda" || platform == "gpu" || platform == "rocm") return Target::Cuda;
+  if (platform == "tpu") return Target::Tpu;
+  return Target::Portable;
+}
+
 Value sum_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
-  bool leading = !dims.empty() && static_cast<int>(dims.size()) < x.type.rank();
+  // Portable: a plain reduce (what GPU and TPU compilers handle best).
+  bool leading = target() == Target::Cpu && !dims.empty() && static_cast<int>(dims.size()) < x.type.rank();
   for (size_t i = 0; i < dims.size() && leading; ++i) leading = dims[i] == static_cast<int64_t>(i);
   if (!leading || x.type.elem != ElemType::F32 || x.type.numel() == 0)
     return b.reduce(x, b.constant(0, x.type.elem), dims, shlo::Reducer::Add);

@@ -138,6 +138,15 @@ void append_special(std::vector<Lowering>& t);
 void append_amp(std::vector<Lowering>& t);
 void append_rnn(std::vector<Lowering>& t);
 
+// The plugin platform executables are compiled for. The portable lowering
+// of an op is the default; a lowering may choose a form that is only good on
+// one platform (an XLA:CPU workaround) by asking target(). Set once by the
+// runtime when the client starts (Portable until then, and in tests).
+enum class Target { Portable, Cpu, Cuda, Tpu };
+Target target();
+void set_target(Target t);
+Target target_from_platform(const std::string& platform);
+
 // Helpers shared by lowerings.
 Value to_type(Builder& b, const Value& v, ElemType t);
 Value broadcast_convert(Builder& b, const Value& v, const TensorType& to);
@@ -175,8 +184,8 @@ std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t di
 // Inclusive prefix sum (or product) along dim in O(n log n) elementwise work.
 Value prefix_scan(Builder& b, const Value& x, int64_t dim, bool product);
 Value prefix_sum(Builder& b, const Value& x, int64_t dim);
-// Sum over `dims` (sorted), without keeping them; f32 sums over leading dims
-// are emitted as a product with ones.
+// Sum over `dims` (sorted), without keeping them; on XLA:CPU f32 sums over
+// leading dims are emitted as a product with ones.
 Value sum_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims);
 // Loss reduction modes: 0 none, 1 mean, 2 sum.
 Value reduce_loss(Builder& b, const Value& l, int64_t reduction);

@@ -2,6 +2,7 @@
 
 #include "runtime/checks.h"
 #include "runtime/deferred.h"
+#include "ops/lowering.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -92,6 +93,9 @@ pjrt::Client& client() {
   try {
     tune_host_malloc(g_config.platform);
     g_client = new pjrt::Client(g_config);
+    // Lowerings may pick a platform-specific form (ops::target()); the
+    // platform is the plugin's own name, not the configured one.
+    ops::set_target(ops::target_from_platform(g_client->platform_name()));
   } catch (const pjrt::Error& e) {
     g_init_error = e.what();
     throw;
