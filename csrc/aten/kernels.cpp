@@ -257,6 +257,7 @@ struct ArgInfo {
   bool optional = false;
   bool is_out = false;         // kwarg-only written tensor (out=)
   bool is_mutated = false;     // written tensor (self of an in-place op, or out)
+  bool is_index = false;       // positions (index, indices): no part of value type promotion
 };
 
 enum class Variant { Functional, Inplace, Out };
@@ -298,6 +299,7 @@ ArgInfo classify(const c10::Argument& a) {
   }
   info.is_mutated = a.alias_info() && a.alias_info()->isWrite();
   info.is_out = info.is_mutated && a.kwarg_only();
+  info.is_index = a.name() == "index" || a.name() == "indices";
   return info;
 }
 
@@ -415,14 +417,14 @@ std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRe
   return outs;
 }
 
-// No common type (float8 with anything else): ops that promote raise CPU's
-// error from their meta function; the others (index_select on a float8
-// tensor) do not need one.
-ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan) try {
+// PyTorch's result type over the value operands. Index operands do not take
+// part (index_select on a float8 tensor has no float8/int64 promotion to
+// refuse, as on CPU).
+ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan) {
   at::native::ResultTypeState state;
   bool any = false;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (plan.args[i].is_out) continue;
+    if (plan.args[i].is_out || plan.args[i].is_index) continue;
     const c10::IValue& v = args[i];
     if (v.isTensor() && v.toTensor().defined()) {
       state = at::native::update_result_type_state(v.toTensor(), state);
@@ -436,8 +438,6 @@ ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan) try {
   }
   if (!any) return ElemType::F32;
   return elem_of(at::native::result_type(state));
-} catch (const c10::Error&) {
-  return ElemType::F32;
 }
 
 std::vector<int64_t> int_list(const c10::IValue& v) {
@@ -917,7 +917,8 @@ class TableKernel final : public c10::OperatorKernel {
         case AK::Ignore: break;
       }
     }
-    ops::LowerCtx ctx{b, largs, outs, present, common_dtype(args, plan_), precision, {}};
+    ElemType common = (lowering_->flags & ops::kNoPromotion) ? ElemType::F32 : common_dtype(args, plan_);
+    ops::LowerCtx ctx{b, largs, outs, present, common, precision, {}};
     if (lowering_->flags & ops::kUsesDefaultRng) ctx.rng.push_back(take());
     if (lowering_->infer && !known_outs) {
       outs = lowering_->infer(ctx);

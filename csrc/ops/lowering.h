@@ -102,6 +102,10 @@ constexpr unsigned kUsesDefaultRng = 4;
 // Float32 dots/convolutions follow torch.get_float32_matmul_precision().
 constexpr unsigned kUsesMatmulPrecision = 8;
 
+// The operands keep their own types (_scaled_mm's float8 matrices beside
+// float scales): no common dtype is computed, LowerCtx::common is unset.
+constexpr unsigned kNoPromotion = 16;
+
 // Result types for ops PyTorch has no meta function for (convolution_overrideable).
 using InferFn = std::vector<TensorType> (*)(LowerCtx&);
 

@@ -106,7 +106,7 @@ void append_matmul(std::vector<Lowering>& t) {
   t.push_back({"mv", mv, {"mv", "mv.out"}, kUsesMatmulPrecision});
   t.push_back({"dot", dot1d, {"dot", "dot.out", "vdot"}, kUsesMatmulPrecision});
   t.push_back({"addmv", addmv, {"addmv", "addmv.out", "addmv_"}, kUsesMatmulPrecision});
-  t.push_back({"scaled_mm", scaled_mm, {"_scaled_mm", "_scaled_mm.out"}});
+  t.push_back({"scaled_mm", scaled_mm, {"_scaled_mm", "_scaled_mm.out"}, kNoPromotion});
 }
 
 }  // namespace ttpu::ops
