@@ -2,7 +2,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from _helpers import check, make_tensor
+from _helpers import DEV, ON_TPU, check, make_tensor
 
 
 def leaf(shape, seed=0):
@@ -86,3 +86,19 @@ def test_boolean_mask_index_and_setitem():
 def test_mask_on_leading_dims_and_backward():
     mask = torch.tensor([True, False, True])
     check(lambda x: x[mask] * 2, leaf((3, 4)))
+
+
+def test_bincount_matches_cpu_through_the_host_path():
+    # the length depends on the values: an explicit, counted host path (as nonzero syncs)
+    x = torch.tensor([1, 3, 3, 0, 7, 3])
+    w = torch.linspace(0.5, 3.0, 6)
+    before = torch.tpu.host_op_stats().get("aten::bincount", 0) if ON_TPU else 0
+    for args, kw in [((x,), {}), ((x, w), {}), ((x,), {"minlength": 12}), ((torch.tensor([], dtype=torch.long),), {})]:
+        ref = torch.bincount(*args, **kw)
+        got = torch.bincount(*[a.to(DEV) for a in args], **kw)
+        assert got.device.type == DEV and got.dtype == ref.dtype
+        torch.testing.assert_close(got.cpu(), ref)
+    if ON_TPU:
+        assert torch.tpu.host_op_stats()["aten::bincount"] == before + 4
+    with pytest.raises(RuntimeError, match="non-negative"):
+        torch.bincount(torch.tensor([-1]).to(DEV))

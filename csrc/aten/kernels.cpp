@@ -1247,8 +1247,8 @@ bool cpu_fallback_enabled() {
   return enabled;
 }
 
-// Decompositions StableHLO has no op for (SVD, eigen, QR, LU, solves) and
-// the FFTs run through an explicit, documented host path: inputs are copied
+// Decompositions StableHLO has no op for (SVD, eigen, QR, LU, solves), the
+// FFTs and bincount (data-dependent length) run through an explicit, documented host path: inputs are copied
 // to the host, PyTorch's CPU kernel runs, results come back to the device.
 // Every call is counted (torch.tpu.host_op_stats()), so it is never hidden.
 const std::unordered_set<std::string>& host_ops() {
@@ -1259,7 +1259,9 @@ const std::unordered_set<std::string>& host_ops() {
       "aten::_linalg_slogdet", "aten::linalg_ldl_factor_ex", "aten::linalg_ldl_solve", "aten::linalg_lstsq",
       "aten::linalg_householder_product", "aten::geqrf", "aten::ormqr", "aten::triangular_solve",
       "aten::linalg_solve_triangular", "aten::cholesky_inverse", "aten::_cholesky_solve_helper",
-      "aten::lu_unpack", "aten::linalg_matrix_exp", "aten::_fft_r2c", "aten::_fft_c2c", "aten::_fft_c2r"};
+      "aten::lu_unpack", "aten::linalg_matrix_exp", "aten::_fft_r2c", "aten::_fft_c2c", "aten::_fft_c2r",
+      // the result's length is max(input) + 1: a value the host must read first, as nonzero's count
+      "aten::bincount"};
   return ops;
 }
 
