@@ -80,3 +80,42 @@ def test_float8_tensors_through_indexing_ops(dt):
     ]:
         assert got.dtype == ref.dtype
         assert torch.equal(got.cpu().view(torch.uint8), ref.view(torch.uint8))
+
+
+NEW_F8 = [torch.float8_e4m3fnuz, torch.float8_e5m2fnuz, torch.float8_e8m0fnu]
+EXTREMES = [0.0, -0.0, 0.1, 1.5, -2.0, 300.0, 448.0, 57344.0, 1e6, 2.0 ** 127, 3e-5, -1e-9, 1e-40,
+            float("nan"), float("inf"), -float("inf")]
+
+
+def bits(t):
+    return t.contiguous().view(torch.uint8)
+
+
+@pytest.mark.parametrize("dt", NEW_F8, ids=["e4m3fnuz", "e5m2fnuz", "e8m0fnu"])
+@pytest.mark.parametrize("src", [torch.float32, torch.bfloat16, torch.float16], ids=["f32", "bf16", "f16"])
+def test_float8_variants_convert_bit_exact(dt, src):
+    g = torch.Generator().manual_seed(3)
+    x = torch.cat([torch.tensor(EXTREMES), torch.randn(400, generator=g) * 50]).to(src)
+    ref = x.to(dt)
+    got = x.to(DEV).to(dt)
+    assert got.dtype == dt
+    assert torch.equal(bits(got.cpu()), bits(ref))
+    back, ref_back = got.to(src).cpu(), ref.to(src)
+    assert torch.equal(back.isnan(), ref_back.isnan())
+    assert torch.equal(back.nan_to_num(), ref_back.nan_to_num())
+
+
+@pytest.mark.parametrize("dt", NEW_F8 + [torch.float4_e2m1fn_x2], ids=["e4m3fnuz", "e5m2fnuz", "e8m0fnu", "fp4x2"])
+def test_new_low_precision_dtypes_as_device_storage(dt):
+    raw = torch.randint(0, 256, (6, 4), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    x = raw.view(dt)
+    d = x.to(DEV)
+    assert d.dtype == dt and torch.equal(bits(d.cpu()), raw)
+    assert torch.equal(bits(d.view(torch.uint8).cpu()), raw)
+    assert torch.equal(bits(torch.cat([d, d[1:3]]).cpu()), bits(torch.cat([x, x[1:3]])))
+    assert torch.equal(bits(d[::2, 1:].cpu()), bits(x[::2, 1:]))
+    assert torch.equal(bits(d.t().contiguous().cpu()), bits(x.t().contiguous()))
+    assert torch.equal(bits(torch.zeros(3, dtype=dt, device=DEV).cpu()), bits(torch.zeros(3, dtype=dt)))
+    if dt != torch.float4_e2m1fn_x2:  # CPU has no index_select for packed float4
+        idx = torch.tensor([5, 0, 3])
+        assert torch.equal(bits(d.index_select(0, idx.to(DEV)).cpu()), bits(x.index_select(0, idx)))

@@ -42,10 +42,15 @@ ElemType elem_of(at::ScalarType t) {
     case at::kComplexDouble: return ElemType::C128;
     case at::kFloat8_e4m3fn: return ElemType::F8E4M3FN;
     case at::kFloat8_e5m2: return ElemType::F8E5M2;
+    case at::kFloat8_e4m3fnuz: return ElemType::F8E4M3FNUZ;
+    case at::kFloat8_e5m2fnuz: return ElemType::F8E5M2FNUZ;
+    case at::kFloat8_e8m0fnu: return ElemType::F8E8M0FNU;
+    case at::kFloat4_e2m1fn_x2: return ElemType::F4E2M1FNX2;
     default: break;
   }
   TORCH_CHECK_TYPE(false, "torch_tpu: dtype ", t, " is not supported on 'tpu'; supported: bool, int8/16/32/64, "
-                   "uint8/16/32/64, float16, bfloat16, float32, float64, complex64/128, float8_e4m3fn, float8_e5m2");
+                   "uint8/16/32/64, float16, bfloat16, float32, float64, complex64/128, float8_e4m3fn/e5m2/"
+                   "e4m3fnuz/e5m2fnuz/e8m0fnu, float4_e2m1fn_x2");
 }
 
 at::ScalarType scalar_type_of(ElemType t) {
@@ -67,6 +72,10 @@ at::ScalarType scalar_type_of(ElemType t) {
     case ElemType::C128: return at::kComplexDouble;
     case ElemType::F8E4M3FN: return at::kFloat8_e4m3fn;
     case ElemType::F8E5M2: return at::kFloat8_e5m2;
+    case ElemType::F8E4M3FNUZ: return at::kFloat8_e4m3fnuz;
+    case ElemType::F8E5M2FNUZ: return at::kFloat8_e5m2fnuz;
+    case ElemType::F8E8M0FNU: return at::kFloat8_e8m0fnu;
+    case ElemType::F4E2M1FNX2: return at::kFloat4_e2m1fn_x2;
   }
   return at::kFloat;
 }

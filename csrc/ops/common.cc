@@ -103,7 +103,7 @@ std::vector<int64_t> wrap_dims(const std::vector<int64_t>& dims, int64_t rank) {
 }
 
 ElemType accumulate_type(ElemType t) {
-  if (t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F8E4M3FN || t == ElemType::F8E5M2)
+  if (t == ElemType::F16 || t == ElemType::BF16 || shlo::is_float8(t))
     return ElemType::F32;
   return t;
 }

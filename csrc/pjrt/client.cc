@@ -48,6 +48,10 @@ PJRT_Buffer_Type to_pjrt(ElemType t) {
     case ElemType::C128: return PJRT_Buffer_Type_C128;
     case ElemType::F8E4M3FN: return PJRT_Buffer_Type_F8E4M3FN;
     case ElemType::F8E5M2: return PJRT_Buffer_Type_F8E5M2;
+    case ElemType::F8E4M3FNUZ: return PJRT_Buffer_Type_F8E4M3FNUZ;
+    case ElemType::F8E5M2FNUZ: return PJRT_Buffer_Type_F8E5M2FNUZ;
+    case ElemType::F8E8M0FNU: return PJRT_Buffer_Type_F8E8M0FNU;
+    case ElemType::F4E2M1FNX2: return PJRT_Buffer_Type_U8;
   }
   return PJRT_Buffer_Type_INVALID;
 }

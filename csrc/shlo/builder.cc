@@ -27,6 +27,10 @@ const char* mlir_name(ElemType t) {
     case ElemType::C128: return "complex<f64>";
     case ElemType::F8E4M3FN: return "f8E4M3FN";
     case ElemType::F8E5M2: return "f8E5M2";
+    case ElemType::F8E4M3FNUZ: return "f8E4M3FNUZ";
+    case ElemType::F8E5M2FNUZ: return "f8E5M2FNUZ";
+    case ElemType::F8E8M0FNU: return "f8E8M0FNU";
+    case ElemType::F4E2M1FNX2: return "ui8";
   }
   return "?";
 }
@@ -34,7 +38,8 @@ const char* mlir_name(ElemType t) {
 int byte_size(ElemType t) {
   switch (t) {
     case ElemType::Pred: case ElemType::S8: case ElemType::U8:
-    case ElemType::F8E4M3FN: case ElemType::F8E5M2: return 1;
+    case ElemType::F8E4M3FN: case ElemType::F8E5M2: case ElemType::F8E4M3FNUZ: case ElemType::F8E5M2FNUZ:
+    case ElemType::F8E8M0FNU: case ElemType::F4E2M1FNX2: return 1;
     case ElemType::S16: case ElemType::U16: case ElemType::F16: case ElemType::BF16: return 2;
     case ElemType::S32: case ElemType::U32: case ElemType::F32: return 4;
     case ElemType::S64: case ElemType::U64: case ElemType::F64: case ElemType::C64: return 8;
@@ -44,8 +49,11 @@ int byte_size(ElemType t) {
 }
 
 bool is_float(ElemType t) {
-  return t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F32 || t == ElemType::F64 ||
-         t == ElemType::F8E4M3FN || t == ElemType::F8E5M2;
+  return t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F32 || t == ElemType::F64 || is_float8(t);
+}
+bool is_float8(ElemType t) {
+  return t == ElemType::F8E4M3FN || t == ElemType::F8E5M2 || t == ElemType::F8E4M3FNUZ ||
+         t == ElemType::F8E5M2FNUZ || t == ElemType::F8E8M0FNU;
 }
 bool is_complex(ElemType t) { return t == ElemType::C64 || t == ElemType::C128; }
 bool is_signed_int(ElemType t) {
@@ -186,6 +194,15 @@ Value Builder::convert(const Value& x, ElemType to) {
     Value clamped = op("clamp", {op("negate", {lim}, lim.type), f, lim}, f.type);
     return op("convert", {clamped}, r);
   }
+  if (to == ElemType::F8E8M0FNU && is_float(x.type.elem)) {
+    // e8m0 holds only a power of two's exponent (no sign, no zero): like
+    // PyTorch, the sign is dropped and zero becomes the smallest value,
+    // 2^-127 (byte 0); XLA's convert would give NaN for both.
+    Value a = op("abs", {convert(x, ElemType::F32)}, TensorType{ElemType::F32, x.type.dims});
+    Value e = op("convert", {a}, r);
+    Value zero = compare(Compare::EQ, a, constant(0.0, ElemType::F32, x.type.dims));
+    return select(zero, bitcast(constant_int(0, ElemType::U8, x.type.dims), r), e);
+  }
   return op("convert", {x}, r);
 }
 
@@ -257,7 +274,7 @@ static uint64_t float_bits(double v, ElemType t) {
 }
 
 Value Builder::constant(double v, ElemType t, const std::vector<int64_t>& dims) {
-  if (is_float(t) && t != ElemType::F8E4M3FN && t != ElemType::F8E5M2)
+  if (is_float(t) && !is_float8(t))
     return constant_bits(float_bits(v, t), t, dims);
   if (is_float(t)) {  // fp8: build in f32 and convert
     Value f = constant(v, ElemType::F32, dims);

@@ -13,11 +13,14 @@ namespace ttpu::shlo {
 enum class ElemType : uint8_t {
   Pred, S8, S16, S32, S64, U8, U16, U32, U64,
   F16, BF16, F32, F64, C64, C128, F8E4M3FN, F8E5M2,
+  F8E4M3FNUZ, F8E5M2FNUZ, F8E8M0FNU,  // float8 variants (E8M0: MX block scales)
+  F4E2M1FNX2,  // two float4 e2m1 values per byte: opaque bytes (ui8) on the device, as PyTorch holds them
 };
 
 const char* mlir_name(ElemType t);   // "f32", "i1", "ui8", ...
 int byte_size(ElemType t);           // storage bytes of one element
 bool is_float(ElemType t);           // floating point (not complex)
+bool is_float8(ElemType t);          // one of the 8-bit float formats
 bool is_complex(ElemType t);
 bool is_signed_int(ElemType t);
 bool is_unsigned_int(ElemType t);   // bool excluded
