@@ -24,3 +24,6 @@ def compile(fn, **kwargs):
 
 
 _hook.install()
+
+from . import _default  # noqa: E402
+_default.install()  # torch.compile(model) on 'tpu' tensors: our backend, not Inductor's Pallas path
