@@ -298,7 +298,7 @@ def current_stream(device: Any = None) -> torch.Stream:
 
 
 def default_stream(device: Any = None) -> torch.Stream:
-    cur = torch._C._accelerator_getStream(_index(device))
+    cur = current_stream(device)
     return torch.Stream(stream_id=0, device_index=cur.device_index, device_type=cur.device_type)
 
 

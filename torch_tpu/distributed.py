@@ -101,6 +101,13 @@ class TpuBackend(_CBackend):
                 setattr(o, name, getattr(opts, name))
         return o, True
 
+    def _allreduce_opts(self, opts):
+        """An all_reduce with `opts`' reduce op (reduce_scatter and the
+        coalesced all_reduce run through gloo's all_reduce)."""
+        o = dist.AllreduceOptions()
+        o.reduceOp = opts.reduceOp
+        return self._reduce_opts(o, dist.AllreduceOptions)
+
     def _finish(self, targets, hosts, avg=False):
         for t, h in zip(targets, hosts):
             if avg:
@@ -122,10 +129,9 @@ class TpuBackend(_CBackend):
     def allreduce_coalesced(self, tensors, opts=None):
         opts = opts or dist.AllreduceCoalescedOptions()
         hosts = [_host(t) for t in tensors]
-        o = dist.AllreduceOptions()
-        o.reduceOp = dist.ReduceOp.SUM if opts.reduceOp == dist.ReduceOp.AVG else opts.reduceOp
+        o, avg = self._allreduce_opts(opts)
         self._run(self._gloo.allreduce(hosts, o))
-        return self._finish(tensors, hosts, opts.reduceOp == dist.ReduceOp.AVG)
+        return self._finish(tensors, hosts, avg)
 
     def broadcast(self, tensors, opts=None):
         opts = opts or dist.BroadcastOptions()
@@ -164,15 +170,13 @@ class TpuBackend(_CBackend):
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         opts = opts or dist.ReduceScatterOptions()
         # as a reduce of each chunk list through allreduce, then the own chunk
+        o, avg = self._allreduce_opts(opts)
         results = []
         for out, ins in zip(output_tensors, input_tensors):
             stacked = torch.stack([_host(t) for t in ins])
-            o = dist.AllreduceOptions()
-            avg = opts.reduceOp == dist.ReduceOp.AVG
-            o.reduceOp = dist.ReduceOp.SUM if avg else opts.reduceOp
             self._run(self._gloo.allreduce([stacked], o))
-            results.append((out, stacked[self._rank], avg))
-        for out, h, avg in results:
+            results.append((out, stacked[self._rank]))
+        for out, h in results:
             self._finish([out], [h], avg)
         return _DoneWork(output_tensors)
 

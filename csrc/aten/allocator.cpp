@@ -101,6 +101,14 @@ void each_pool(size_t nbytes, F f) {
   f(static_cast<size_t>(nbytes <= kSmallBlock ? StatType::SMALL_POOL : StatType::LARGE_POOL));
 }
 
+// Every per-pool statistic of a device (what the resets walk).
+template <typename F>
+void each_stat_array(DeviceStats& s, F f) {
+  for (auto* arr : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes, &s.reserved_bytes,
+                    &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
+    for (auto& st : *arr) f(st);
+}
+
 // One storage more (alloc) or fewer in every stat a storage counts in.
 void count(int device, size_t nbytes, bool alloc) {
   std::lock_guard<std::mutex> lock(g_stats_mutex);
@@ -179,17 +187,12 @@ class TpuAllocator final : public c10::DeviceAllocator {
   void resetAccumulatedStats(c10::DeviceIndex device) override {
     std::lock_guard<std::mutex> lock(g_stats_mutex);
     DeviceStats& s = g_stats[device];
-    for (auto* arr : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
-                      &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
-      for (auto& st : *arr) st.reset_accumulated();
+    each_stat_array(s, [](c10::CachingAllocator::Stat& st) { st.reset_accumulated(); });
     s.num_alloc_retries = s.num_ooms = s.num_sync_all_streams = s.num_device_alloc = s.num_device_free = 0;
   }
   void resetPeakStats(c10::DeviceIndex device) override {
     std::lock_guard<std::mutex> lock(g_stats_mutex);
-    DeviceStats& s = g_stats[device];
-    for (auto* arr : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
-                      &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
-      for (auto& st : *arr) st.reset_peak();
+    each_stat_array(g_stats[device], [](c10::CachingAllocator::Stat& st) { st.reset_peak(); });
   }
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override { return memory_info(device); }
 

@@ -10,6 +10,7 @@
 // it returns (non_blocking is a permission, not a promise, as CUDA documents).
 #include <ATen/core/CachingHostAllocator.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -30,11 +31,7 @@ class PinnedAllocator final : public at::HostAllocator {
                        "torch_tpu: cannot allocate ", nbytes, " bytes of pinned host memory");
       std::lock_guard<std::mutex> lock(mu_);
       blocks_[reinterpret_cast<uintptr_t>(p)] = nbytes;
-      stats_.active_requests.increase(1);
-      stats_.allocations.increase(1);
-      stats_.active_bytes.increase(nbytes);
-      stats_.allocated_bytes.increase(nbytes);
-      stats_.num_host_alloc++;
+      count(nbytes, /*alloc=*/true);
     }
     return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -51,14 +48,12 @@ class PinnedAllocator final : public at::HostAllocator {
   }
   void reset_accumulated_stats() override {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto* s : {&stats_.active_requests, &stats_.allocations, &stats_.active_bytes, &stats_.allocated_bytes})
-      s->reset_accumulated();
+    for (auto* st : counters()) st->reset_accumulated();
     stats_.num_host_alloc = stats_.num_host_free = 0;
   }
   void reset_peak_stats() override {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto* s : {&stats_.active_requests, &stats_.allocations, &stats_.active_bytes, &stats_.allocated_bytes})
-      s->reset_peak();
+    for (auto* st : counters()) st->reset_peak();
   }
 
   bool contains(const void* ptr) {
@@ -72,10 +67,19 @@ class PinnedAllocator final : public at::HostAllocator {
 
  private:
   static void release(void* p);
+  // The statistics a block counts in (under mu_).
+  std::array<c10::CachingAllocator::Stat*, 4> counters() {
+    return {&stats_.active_requests, &stats_.allocations, &stats_.active_bytes, &stats_.allocated_bytes};
+  }
+  void count(size_t nbytes, bool alloc) {
+    auto [requests, allocations, active, allocated] = counters();
+    for (auto* st : {requests, allocations}) alloc ? st->increase(1) : st->decrease(1);
+    for (auto* st : {active, allocated}) alloc ? st->increase(nbytes) : st->decrease(nbytes);
+    (alloc ? stats_.num_host_alloc : stats_.num_host_free)++;
+  }
   std::mutex mu_;
   std::map<uintptr_t, size_t> blocks_;
   at::HostStats stats_;
-
 };
 
 PinnedAllocator g_pinned;
@@ -86,11 +90,7 @@ void PinnedAllocator::release(void* p) {
     std::lock_guard<std::mutex> lock(g_pinned.mu_);
     auto it = g_pinned.blocks_.find(reinterpret_cast<uintptr_t>(p));
     if (it != g_pinned.blocks_.end()) {
-      g_pinned.stats_.active_requests.decrease(1);
-      g_pinned.stats_.allocations.decrease(1);
-      g_pinned.stats_.active_bytes.decrease(it->second);
-      g_pinned.stats_.allocated_bytes.decrease(it->second);
-      g_pinned.stats_.num_host_free++;
+      g_pinned.count(it->second, /*alloc=*/false);
       g_pinned.blocks_.erase(it);
     }
   }
