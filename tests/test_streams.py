@@ -124,3 +124,18 @@ def test_work_on_side_streams_gives_the_same_values(mode):
         side.synchronize()
         assert side.query()
         torch.testing.assert_close(out.cpu(), ref, atol=1e-4, rtol=1e-4)
+
+
+def test_stream_query_issues_work_defer_and_fuse_still_holds():
+    # a stream with recorded, unrun work must not report itself idle without running it
+    import torch_tpu
+    with in_mode("defer"):
+        x = torch.randn(64, device=DEV)
+        torch_tpu.sync()
+        before = torch_tpu.defer_stats()["graphs_executed"]
+        y = x * 2
+        torch.tpu.current_stream().query()
+        assert torch_tpu.defer_stats()["graphs_executed"] == before + 1
+        torch.tpu.current_stream().synchronize()
+        assert torch.tpu.current_stream().query()
+        torch.testing.assert_close(y.cpu(), x.cpu() * 2)
