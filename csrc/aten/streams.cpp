@@ -121,10 +121,10 @@ double event_elapsed_ms(void* start, void* end) {
   TORCH_CHECK(a && b && a->recorded && b->recorded,
               "Both events must be recorded before calculating elapsed time.");
   TORCH_CHECK(a->timing && b->timing, "Both events must be created with argument 'enable_timing=True'.");
-  event_synchronize(a);
+  event_synchronize(a);  // raises what the device reported, as a synchronize does
   event_synchronize(b);
-  return static_cast<double>(pjrt::Client::completion_ns(b->marker) - pjrt::Client::completion_ns(a->marker)) /
-         1e6;
+  if (!runtime::client_created()) return 0.0;  // recorded before any device work: nothing between them
+  return static_cast<double>(runtime::client().elapsed_ns(a->marker, b->marker)) / 1e6;
 }
 
 // Like an event recorded now: work DeferAndFuse still holds is issued first,

@@ -551,6 +551,12 @@ int64_t Client::completion_ns(const Marker& m) {
   return t;
 }
 
+int64_t Client::elapsed_ns(const Marker& a, const Marker& b) {
+  wait(a);
+  wait(b);
+  return completion_ns(b) - completion_ns(a);
+}
+
 size_t Client::donated_in_flight() {
   std::lock_guard<std::mutex> lock(events_mutex_);
   size_t n = 0;

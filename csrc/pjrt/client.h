@@ -175,6 +175,8 @@ class Client {
   static bool ready(const Marker& m);
   void wait(const Marker& m);  // blocks until ready; raises the first execution error seen
   static int64_t completion_ns(const Marker& m);  // valid once ready
+  // Waits for both; the time from a's completion to b's.
+  int64_t elapsed_ns(const Marker& a, const Marker& b);
 
   // Handles of donated arguments whose executions have not been retired yet
   // (retired when seen complete, at the latest by synchronize()).
