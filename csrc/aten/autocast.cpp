@@ -19,6 +19,7 @@
 // binary_cross_entropy is refused with CUDA's advice (use the logits form).
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
+#include <torch/headeronly/version.h>
 #include <torch/library.h>
 
 namespace ttpu::aten {
@@ -37,6 +38,9 @@ at::Tensor binary_cross_entropy_refused(const at::Tensor&, const at::Tensor&, co
 }  // namespace
 
 // The op lists spell ATen types unqualified.
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 13
+using at::DimnameList;  // older op lists still name the named-tensor overloads
+#endif
 using at::IntArrayRef;
 using at::Scalar;
 using at::ScalarType;

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/headeronly/version.h>
 
 #include "runtime/deferred.h"
 
@@ -19,6 +20,9 @@ namespace ttpu::aten {
 
 namespace {
 
+std::atomic<uint64_t> g_next_owner{1};
+
+#if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 13
 constexpr std::string_view kOwnerName = "torch_tpu.recording_owner";
 const c10::DebugInfoKind kOwner(&kOwnerName);
 
@@ -27,14 +31,21 @@ struct OwnerInfo : c10::DebugInfoBase {
   uint64_t id;
 };
 
-std::atomic<uint64_t> g_next_owner{1};
-
 uint64_t recording_owner() {
   if (auto* info = c10::ThreadLocalDebugInfo::get(kOwner)) return static_cast<OwnerInfo*>(info)->id;
   auto info = std::make_shared<OwnerInfo>(g_next_owner++);
   c10::ThreadLocalDebugInfo::_push(kOwner, info);  // stays for the thread's lifetime
   return info->id;
 }
+#else
+// torch < 2.13 has a closed enum of debug-info kinds, so no slot of our own:
+// the owner is the OS thread. Values are the same; a backward pass on the
+// autograd engine's device thread then records into a graph of its own.
+uint64_t recording_owner() {
+  thread_local uint64_t id = g_next_owner++;
+  return id;
+}
+#endif
 
 struct Install {
   Install() { runtime::set_owner_function(&recording_owner); }

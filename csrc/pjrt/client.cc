@@ -8,6 +8,10 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "pjrt/pjrt_abi.h"
 
@@ -153,15 +157,59 @@ Client::Client(const PluginConfig& config) : config_(config) {
   auto init = zeroed<PJRT_Plugin_Initialize_Args>(PJRT_Plugin_Initialize_Args_STRUCT_SIZE);
   check(api_->PJRT_Plugin_Initialize(&init), "Plugin_Initialize");
 
+  // Client options, as name -> text, typed when passed: the CPU plugin's
+  // device count; on CUDA, no preallocation (XLA's default takes 75% of the
+  // GPU at start; PyTorch's allocators grow on demand, and a process that
+  // mixes torch.cuda with 'tpu' needs the rest). TORCH_TPU_PJRT_OPTIONS=
+  // "name=value,..." adds or overrides options (true/false -> bool, integers
+  // -> int64, decimals -> float, else string); "none" passes no options.
+  std::vector<std::pair<std::string, std::string>> named;
+  if (config_.platform == "cpu") named.emplace_back("cpu_device_count", std::to_string(config_.cpu_device_count));
+  if (config_.platform == "cuda") named.emplace_back("preallocate", "false");
+  if (const char* env = std::getenv("TORCH_TPU_PJRT_OPTIONS")) {
+    std::string spec(env);
+    if (spec == "none") named.clear();
+    else {
+      std::stringstream items(spec);
+      std::string item;
+      while (std::getline(items, item, ',')) {
+        if (item.empty()) continue;
+        auto eq = item.find('=');
+        if (eq == std::string::npos || eq == 0)
+          throw Error("torch_tpu: TORCH_TPU_PJRT_OPTIONS entry '" + item + "' is not name=value", 0);
+        std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+        std::erase_if(named, [&](const auto& kv) { return kv.first == name; });
+        named.emplace_back(name, value);
+      }
+    }
+  }
   std::vector<PJRT_NamedValue> options;
-  const char* kCount = "cpu_device_count";
-  if (config_.platform == "cpu") {
+  for (const auto& [name, value] : named) {
     auto nv = zeroed<PJRT_NamedValue>(PJRT_NamedValue_STRUCT_SIZE);
-    nv.name = kCount;
-    nv.name_size = std::strlen(kCount);
-    nv.type = PJRT_NamedValue_kInt64;
-    nv.int64_value = config_.cpu_device_count;
-    nv.value_size = 1;
+    nv.name = name.c_str();
+    nv.name_size = name.size();
+    char* end = nullptr;
+    long long as_int = std::strtoll(value.c_str(), &end, 10);
+    bool is_int = !value.empty() && end && *end == '\0';
+    double as_float = std::strtod(value.c_str(), &end);
+    bool is_float = !value.empty() && end && *end == '\0';
+    if (value == "true" || value == "false") {
+      nv.type = PJRT_NamedValue_kBool;
+      nv.bool_value = value == "true";
+      nv.value_size = 1;
+    } else if (is_int) {
+      nv.type = PJRT_NamedValue_kInt64;
+      nv.int64_value = as_int;
+      nv.value_size = 1;
+    } else if (is_float) {
+      nv.type = PJRT_NamedValue_kFloat;
+      nv.float_value = static_cast<float>(as_float);
+      nv.value_size = 1;
+    } else {
+      nv.type = PJRT_NamedValue_kString;
+      nv.string_value = value.c_str();
+      nv.value_size = value.size();
+    }
     options.push_back(nv);
   }
   auto create = zeroed<PJRT_Client_Create_Args>(PJRT_Client_Create_Args_STRUCT_SIZE);
