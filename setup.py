@@ -47,7 +47,7 @@ def extensions():
         sources,
         include_dirs=include_dirs,
         define_macros=macros,
-        extra_compile_args=["-O2", "-fvisibility=hidden", "-Wno-unused-parameter"],
+        extra_compile_args=["-std=c++20", "-O2", "-fvisibility=hidden", "-Wno-unused-parameter"],
         libraries=["dl"],
     )
     return [ext], {"build_ext": BuildExtension.with_options(use_ninja=True)}

@@ -19,12 +19,18 @@ log "torch $($PY -c 'import torch; print(torch.__version__, torch.cuda.is_availa
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 $PY -c 'import jax_plugins.xla_cuda13 as p, os; print("cuda plugin dir:", os.path.dirname(p.__file__))' || true
 
-log "building (no isolation, no downloads)"
+# The image's Python may link extensions with a static libstdc++ (seen: a
+# second copy of libstdc++ inside _C.so, whose ostream then found the wrong
+# locale facet and crashed); link against the shared one like torch does.
+$PY -c 'import sysconfig as s; print("python LDSHARED:", s.get_config_var("LDSHARED"))'
+export LDSHARED="${CXX:-g++} -pthread -shared"
+rm -f torch_tpu/_C*.so
+log "building (no isolation, no downloads; LDSHARED=$LDSHARED)"
 if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=$(nproc) $PY setup.py -q build_ext --inplace >"$OUT/build.log" 2>&1; then
   grep -E "error|Error" "$OUT/build.log" | head -30
   log "build failed"; exit 1
 fi
-log "built"
+log "built: $(ldd torch_tpu/_C*.so | grep -c libstdc++) shared libstdc++, $(nm -C torch_tpu/_C*.so | grep -c read_utf8_code_point) static codecvt symbols"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export TORCH_TPU_PLATFORM=cuda PYTHONUNBUFFERED=1
 

@@ -1,5 +1,6 @@
 #include "pjrt/client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -178,8 +179,9 @@ Client::Client(const PluginConfig& config) : config_(config) {
         if (eq == std::string::npos || eq == 0)
           throw Error("torch_tpu: TORCH_TPU_PJRT_OPTIONS entry '" + item + "' is not name=value", 0);
         std::string name = item.substr(0, eq), value = item.substr(eq + 1);
-        std::erase_if(named, [&](const auto& kv) { return kv.first == name; });
-        named.emplace_back(name, value);
+        auto same = std::find_if(named.begin(), named.end(), [&](const auto& kv) { return kv.first == name; });
+        if (same != named.end()) same->second = value;
+        else named.emplace_back(name, value);
       }
     }
   }
