@@ -190,6 +190,26 @@ def test_remainder_mixed_int_and_reduced_float():
     check(torch.mul, a, b)
 
 
+SCALAR_OPS = {
+    "add": lambda t: t + 1.1, "sub": lambda t: t - 1.1, "rsub": lambda t: 1.1 - t,
+    "add_alpha": lambda t: torch.add(t, 1.1, alpha=2), "add_": lambda t: t.clone().add_(1.1),
+    "add_0d_tensor": lambda t: t + torch.tensor(1.1), "pow": lambda t: t.abs() ** 1.1,
+    "rpow": lambda t: 1.1 ** (t / 4), "remainder": lambda t: t % 1.1, "fmod": lambda t: torch.fmod(t, 1.1),
+    "atan2": lambda t: torch.atan2(t, torch.tensor(1.1)), "eq": lambda t: t == 1.1015625,
+    # mul and div read the scalar at full precision on CPU
+    "mul": lambda t: t * 1.1, "div": lambda t: t / 1.1, "floor_divide": lambda t: t // 1.1,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("op", list(SCALAR_OPS))
+def test_reduced_float_scalar_operand_rounding(op, dtype):
+    # CPU rounds a Python scalar to the tensor's bf16/f16 before the op (bf16 +
+    # 1.1 adds 1.1015625), except in mul and div: bit-exact, not within tolerance.
+    x = (make_tensor((4000,), seed=3, dtype=torch.float32) * 3).to(dtype)
+    check(SCALAR_OPS[op], x, atol=0, rtol=0)
+
+
 # ==========================================================================
 # 6. the default dtype takes part in promotion after the first op
 # ==========================================================================

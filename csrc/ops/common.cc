@@ -330,18 +330,31 @@ const std::vector<Lowering>& lowering_table() {
   return table;
 }
 
+namespace {
+bool rounds_to_common(const LowerCtx& c, ElemType compute, ElemType operand, bool zero_dim) {
+  ElemType common = c.common;
+  return (common == ElemType::F16 || common == ElemType::BF16) && shlo::is_float(compute) && compute != common &&
+         operand != common && !(zero_dim && c.full_precision_scalars) &&
+         (shlo::is_float(operand) || shlo::is_integral(operand));
+}
+}  // namespace
+
 Value ew_in(LowerCtx& c, size_t i, ElemType compute) {
   Value v = c.t(i);
-  // CPU's TensorIterator casts each tensor operand to the common dtype before
-  // a reduced-precision kernel widens it to f32: an int16 (or f32) operand of
+  // CPU's TensorIterator casts each operand to the common dtype before a
+  // reduced-precision kernel widens it to f32: an int16 (or f32) operand of
   // a bf16 op is rounded to bf16 first (remainder(int16, bf16) is off by
-  // 0.5 otherwise). 0-d operands (Python scalars) keep their value, as the
-  // arithmetic kernels use them at full precision.
-  ElemType common = c.common;
-  if ((common == ElemType::F16 || common == ElemType::BF16) && shlo::is_float(compute) && compute != common &&
-      v.type.elem != common && v.type.rank() > 0 && (shlo::is_float(v.type.elem) || shlo::is_integral(v.type.elem)))
-    v = c.b.convert(v, common);
+  // 0.5 otherwise), and so is a Python scalar (bf16 + 1.1 adds 1.1015625),
+  // except in mul and div (LowerCtx::full_precision_scalars).
+  if (rounds_to_common(c, compute, v.type.elem, v.type.rank() == 0)) v = c.b.convert(v, c.common);
   return broadcast_convert(c.b, v, TensorType{compute, c.out().dims});
+}
+
+Value ew_scalar(LowerCtx& c, size_t i, const Value& like) {
+  if (!rounds_to_common(c, like.type.elem, ElemType::F64, /*zero_dim=*/true))
+    return c.scalar_like(i, like);
+  Value s = c.b.convert(c.scalar(i, c.common), like.type.elem);
+  return like.type.rank() == 0 ? s : c.b.broadcast_in_dim(s, like.type.dims, {});
 }
 
 ElemType float_compute(LowerCtx& c) { return accumulate_type(c.out().elem); }

@@ -92,6 +92,7 @@ std::vector<Value> div(LowerCtx& c) { return div_mode(c, c.has(2) ? c.str(2) : "
 
 std::vector<Value> div_mode(LowerCtx& c, const std::string& mode) {
   ElemType out = c.out().elem;
+  c.full_precision_scalars = true;
   if (mode.empty() || shlo::is_float(out)) {
     ElemType ct = accumulate_type(out);
     Value q = c.b.div(in(c, 0, ct), in(c, 1, ct));
@@ -373,7 +374,7 @@ std::vector<Value> square_like_pow_scalar(LowerCtx& c) {
   // pow.Tensor_Scalar(self, exponent)
   ElemType ct = accumulate_type(c.out().elem);
   Value x = in(c, 0, ct);
-  Value e = c.scalar_like(1, x);
+  Value e = ew_scalar(c, 1, x);
   return finish(c, powv(c.b, x, e));
 }
 
@@ -381,7 +382,7 @@ std::vector<Value> pow_scalar_base(LowerCtx& c) {
   // pow.Scalar(self: Scalar, exponent: Tensor)
   ElemType ct = accumulate_type(c.out().elem);
   Value e = in(c, 1, ct);
-  Value base = c.scalar_like(0, e);
+  Value base = ew_scalar(c, 0, e);
   return finish(c, powv(c.b, base, e));
 }
 
@@ -413,6 +414,7 @@ void append_elementwise(std::vector<Lowering>& t) {
   t.push_back({"rsub", rsub, {"rsub.Tensor"}});
   t.push_back({"mul", [](LowerCtx& c) {
                  if (c.out().elem == ElemType::Pred) return logical(c, "and");
+                 c.full_precision_scalars = true;
                  return binary(c, "multiply");
                },
                {"mul.Tensor", "mul_.Tensor", "mul.out"}});

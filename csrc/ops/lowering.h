@@ -60,6 +60,11 @@ struct LowerCtx {
   std::vector<bool> present;     // false: an optional result nobody asked for (output_mask)
   ElemType common = ElemType::F32;  // PyTorch's result_type over tensor and scalar arguments
   MatmulPrecision precision = MatmulPrecision::Highest;
+  // CPU casts every operand, 0-d ones (Python scalars) included, to the
+  // common dtype before a bf16/f16 kernel widens it to f32; only mul and div
+  // read a 0-d operand at its original precision (TensorIterator's
+  // original_scalar_value). Those lowerings set this before reading inputs.
+  bool full_precision_scalars = false;
   std::vector<Value> rng;  // kUsesDefaultRng: the generator state (u64[2])
   std::vector<Check> checks;  // device-side assertions the lowering added
 
@@ -181,6 +186,9 @@ bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>
 // f16/bf16 and integer inputs promoted by PyTorch); a value converted to
 // result 0's type as the op's only result.
 Value ew_in(LowerCtx& c, size_t i, ElemType compute);
+// A Scalar argument as ew_in would read it: broadcast like `like`, first
+// rounded to a bf16/f16 common dtype unless c.full_precision_scalars.
+Value ew_scalar(LowerCtx& c, size_t i, const Value& like);
 ElemType float_compute(LowerCtx& c);
 std::vector<Value> as_out(LowerCtx& c, const Value& v);
 // Stable sort of `x` along `dim` with its positions: (values, s64 indices).

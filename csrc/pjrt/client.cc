@@ -132,6 +132,20 @@ Client::Client(const PluginConfig& config) : config_(config) {
     throw Error("torch_tpu: no PJRT plugin found for platform '" + config_.platform + "'." + fix, 0);
   // XLA logs every client option at INFO level; keep stderr quiet unless asked.
   setenv("TF_CPP_MIN_LOG_LEVEL", "1", /*overwrite=*/0);
+  // PyTorch rounds every op's result to its dtype; XLA by default may keep
+  // bf16/f16 intermediates in f32 ("excess precision") and drop the
+  // round-trips our lowerings put in. Seen on the CUDA plugin: remainder of
+  // int16 by bf16 and f16 out= overflow differed from CPU. XLA reads the flag
+  // when the plugin builds its default options, so it is set before loading;
+  // a user's own setting of it in XLA_FLAGS wins.
+  {
+    const char* flags = std::getenv("XLA_FLAGS");
+    std::string f = flags ? flags : "";
+    if (f.find("xla_allow_excess_precision") == std::string::npos) {
+      f += (f.empty() ? "" : " ") + std::string("--xla_allow_excess_precision=false");
+      setenv("XLA_FLAGS", f.c_str(), /*overwrite=*/1);
+    }
+  }
   handle_ = dlopen(config_.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) {
     const char* why = dlerror();
