@@ -23,7 +23,9 @@ $PY -c 'import jax_plugins.xla_cuda13 as p, os; print("cuda plugin dir:", os.pat
 # second copy of libstdc++ inside _C.so, whose ostream then found the wrong
 # locale facet and crashed); link against the shared one like torch does.
 $PY -c 'import sysconfig as s; print("python LDSHARED:", s.get_config_var("LDSHARED"))'
-export LDSHARED="${CXX:-g++} -pthread -shared"
+echo "CXX=${CXX:-unset} $(command -v g++)"; ls /usr/bin/g++* 2>/dev/null | head -3
+if [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
+export LDSHARED="${CXX:-g++} -pthread -shared -shared-libgcc"
 rm -f torch_tpu/_C*.so
 log "building (no isolation, no downloads; LDSHARED=$LDSHARED)"
 if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=$(nproc) $PY setup.py -q build_ext --inplace >"$OUT/build.log" 2>&1; then

@@ -210,6 +210,48 @@ def test_reduced_float_scalar_operand_rounding(op, dtype):
     check(SCALAR_OPS[op], x, atol=0, rtol=0)
 
 
+@pytest.mark.parametrize("dst", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64],
+                         ids=["u8", "i8", "i16", "i32", "i64"])
+@pytest.mark.parametrize("src", [torch.float32, torch.float16, torch.bfloat16, torch.float64],
+                         ids=["f32", "f16", "bf16", "f64"])
+def test_float_to_int_casts_wrap_like_cpu(src, dst):
+    # CPU truncates through int64 (uint8, int64) or int32 (int8/16/32); NaN, inf and out-of-range become
+    # the minimum, then wrap: -2.0 -> uint8 254, -300.0 -> int8 -44. XLA's convert saturates.
+    x = torch.tensor([-2.0, -1.5, -300.0, 300.0, 255.7, 1e10, -1e10, NAN, INF, -INF, 3e9, -3e9, 4294967596.0])
+    check(lambda t: t.to(dst), x.to(src), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["f32", "bf16", "f16"])
+def test_sort_topk_nan_and_signed_zero(dtype):
+    # NaN sorts above everything whatever its sign bit, -0.0 equals 0.0 (stable order kept).
+    x = torch.tensor([0.0, -0.0, NAN, 1.0, -NAN, -INF, 2.0, 0.0]).to(dtype)
+    for descending in (False, True):
+        check(lambda t: torch.sort(t, descending=descending, stable=True), x, atol=0, rtol=0)
+    # topk's order among equal values is unspecified (CPU picks by nth_element): values only
+    check(lambda t: torch.topk(t, 3).values, x, atol=0, rtol=0)
+    check(lambda t: torch.topk(t, 3, largest=False).values, x, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("case", ["bool_relu", "bool_sub_float", "bool_argmax", "bool_topk", "int_mul_float_inplace",
+                                  "uint8_fill_negative", "int_pow_negative", "int_float_alpha", "int_remainder_zero",
+                                  "int_floor_divide_zero", "abs_bool", "bitwise_and_float"])
+def test_cpu_kernel_refusals(case):
+    # What CPU's kernels refuse (meta functions accept it): the same exception type on the device.
+    i32 = torch.arange(-3, 3, dtype=torch.int32)
+    b = torch.tensor([True, False, True])
+    fns = {
+        "bool_relu": (torch.relu, b), "bool_sub_float": (lambda t: t - 2.75, b), "bool_argmax": (torch.argmax, b),
+        "bool_topk": (lambda t: t.topk(1), b), "int_mul_float_inplace": (lambda t: t.mul_(1.1), i32),
+        "uint8_fill_negative": (lambda t: t.fill_(-2.75), i32.to(torch.uint8)),
+        "int_pow_negative": (lambda t: t ** -2, i32), "int_float_alpha": (lambda t: torch.add(t, t, alpha=0.5), i32),
+        "int_remainder_zero": (lambda t: (t % torch.zeros_like(t)).cpu(), i32),
+        "int_floor_divide_zero": (lambda t: (t // 0).cpu(), i32), "abs_bool": (torch.abs, b),
+        "bitwise_and_float": (lambda t: torch.bitwise_and(t, t), i32.float()),
+    }
+    fn, arg = fns[case]
+    assert_same_error(fn, arg)
+
+
 # ==========================================================================
 # 6. the default dtype takes part in promotion after the first op
 # ==========================================================================

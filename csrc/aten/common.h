@@ -41,6 +41,12 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
 
 int current_device();
 
+// CPU kernel checks that meta functions skip (cpu_checks.cpp): the check for
+// `op` (the schema name without namespace, e.g. "sub"), or null. It raises
+// what CPU raises for these arguments.
+using CpuCheck = void (*)(const std::vector<c10::IValue>& args);
+CpuCheck cpu_kernel_check(const std::string& op);
+
 // Streams and events (streams.cpp): what device.cpp's DeviceGuardImpl forwards.
 c10::Stream current_stream(c10::DeviceIndex d);
 c10::Stream exchange_stream(c10::Stream s);

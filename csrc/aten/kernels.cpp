@@ -474,6 +474,21 @@ std::optional<c10::OperatorHandle> functional_sibling(const c10::FunctionSchema&
   return std::nullopt;
 }
 
+// The functional op of an in-place one (mul_.Tensor -> mul.Tensor): same
+// overload name and arguments, no trailing underscore, nothing mutated.
+std::optional<c10::OperatorHandle> inplace_sibling(const c10::FunctionSchema& schema) {
+  const std::string& name = schema.name();
+  if (name.empty() || name.back() != '_') return std::nullopt;
+  auto handle = c10::Dispatcher::singleton().findOp(
+      c10::OperatorName(name.substr(0, name.size() - 1), schema.overload_name()));
+  if (!handle || !handle->hasSchema()) return std::nullopt;
+  const c10::FunctionSchema& f = handle->schema();
+  if (f.is_mutable() || f.arguments().size() != schema.arguments().size()) return std::nullopt;
+  for (size_t i = 0; i < f.arguments().size(); ++i)
+    if (f.arguments()[i].name() != schema.arguments()[i].name()) return std::nullopt;
+  return handle;
+}
+
 class TableKernel final : public c10::OperatorKernel {
  public:
   explicit TableKernel(const ops::Lowering* lowering) : lowering_(lowering) {}
@@ -481,9 +496,13 @@ class TableKernel final : public c10::OperatorKernel {
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     std::call_once(planned_, [&] {
       plan_ = make_plan(op.schema());
+      cpu_check_ = cpu_kernel_check(op.schema().name().substr(op.schema().name().find("::") + 2));
       if (plan_.variant == Variant::Out) {
         functional_ = functional_sibling(op.schema(), plan_);
         if (functional_) functional_plan_ = make_plan(functional_->schema());
+      } else if (plan_.variant == Variant::Inplace) {
+        inplace_functional_ = inplace_sibling(op.schema());
+        if (inplace_functional_) inplace_functional_plan_ = make_plan(inplace_functional_->schema());
       }
     });
     try {
@@ -498,6 +517,10 @@ class TableKernel final : public c10::OperatorKernel {
   void run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     const size_t n = plan_.args.size();
     std::vector<c10::IValue> args(stack->end() - n, stack->end());
+    // CPU's kernel checks, before its shape checks (bool - float of
+    // mismatched shapes raises the bool error) and on every call (they may
+    // read Scalar values, which are not part of the executable's key).
+    if (cpu_check_) cpu_check_(args);
 
     // The device: the first tpu tensor, and every other tpu tensor must agree.
     int dev = -1;
@@ -754,6 +777,13 @@ class TableKernel final : public c10::OperatorKernel {
                     at::has_internal_overlap(t) == at::MemOverlap::Yes;
     }
     if (!overlapping) return;
+    run_on_cpu_twins(op, args);
+  }
+
+  // Runs the op on zero-filled CPU twins of the tpu tensors (same sizes and
+  // strides) so that CPU's own checks raise their error; the CPU result is
+  // discarded. For error paths only: it allocates the real sizes.
+  static void run_on_cpu_twins(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
     auto twin = [](const at::Tensor& t) {
       if (!t.defined() || !t.is_privateuseone()) return t;
       int64_t extent = static_cast<int64_t>(
@@ -818,7 +848,19 @@ class TableKernel final : public c10::OperatorKernel {
     shlo::Builder b;
     std::vector<shlo::Value> ins;
     for (const auto& in : inputs) ins.push_back(b.arg(in->type()));
-    Emitted e = emit(b, ins, op, args, precision, skip_self, nullptr, nullptr);
+    Emitted e;
+    try {
+      e = emit(b, ins, op, args, precision, skip_self, nullptr, nullptr);
+    } catch (const shlo::ElementTypeError& why) {
+      // The lowering met a dtype its StableHLO ops do not take. CPU either
+      // refuses it too (abs of bool: NotImplementedError) and we raise CPU's
+      // error, or computes it and we say the lowering is missing. Only on
+      // this error path, once per signature.
+      run_on_cpu_twins(op, args);
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: no lowering of ", op.schema().operator_name().name,
+                                  " for these dtypes (", why.what(),
+                                  "); TORCH_TPU_CPU_FALLBACK=1 runs such ops on CPU");
+    }
     return runtime::BuiltModule{b.module(e.results), e.outs, {}, e.present, e.checks};
   }
 
@@ -849,6 +891,7 @@ class TableKernel final : public c10::OperatorKernel {
         throw;
       }
       compute_in_result_dtype(args, outs);
+      check_inplace_cast(args);
     }
     std::vector<ops::Arg> largs(args.size());
     size_t next_input = 0;
@@ -989,6 +1032,24 @@ class TableKernel final : public c10::OperatorKernel {
   }
 
   // out= of a dtype the result cannot be cast to: CPU's TensorIterator error.
+  // An in-place op whose functional result cannot be cast back into self
+  // (int32.mul_(1.1): Float into Int) raises CPU's error. Meta functions do
+  // not check it; CPU's TensorIterator does.
+  void check_inplace_cast(const std::vector<c10::IValue>& args) {
+    if (!inplace_functional_ || args.empty() || !args[0].isTensor()) return;
+    std::vector<bool> present;
+    std::vector<TensorType> fouts;
+    try {
+      fouts = meta_outputs(*inplace_functional_, args, inplace_functional_plan_, present);
+    } catch (...) {
+      return;  // the in-place meta function already accepted the arguments
+    }
+    if (fouts.empty()) return;
+    at::ScalarType result = scalar_type_of(fouts[0].elem), self = args[0].toTensor().scalar_type();
+    TORCH_CHECK(at::canCast(result, self), "result type ", result, " can't be cast to the desired output type ",
+                self);
+  }
+
   void check_out_casts(const std::vector<c10::IValue>& args) {
     std::vector<at::ScalarType> dtypes = functional_dtypes(args);
     std::vector<at::Tensor> outs = out_tensors(args);
@@ -1056,6 +1117,9 @@ class TableKernel final : public c10::OperatorKernel {
   const ops::Lowering* lowering_;
   std::once_flag planned_;
   OpPlan plan_;
+  CpuCheck cpu_check_ = nullptr;  // cpu_checks.cpp
+  std::optional<c10::OperatorHandle> inplace_functional_;  // mul.Tensor for mul_.Tensor
+  OpPlan inplace_functional_plan_;
   std::optional<c10::OperatorHandle> functional_;  // out= overloads: the functional one
   OpPlan functional_plan_;
   struct Recorded {

@@ -18,6 +18,14 @@ Value cst(LowerCtx& c, double v, const Value& like) { return c.b.constant(v, lik
 
 std::vector<Value> finish(LowerCtx& c, const Value& v) { return as_out(c, v); }
 
+// Integer division, remainder and fmod by zero raise on CPU (RuntimeError
+// "ZeroDivisionError"); the device checks every divisor the same way.
+void check_int_divisor(LowerCtx& c, const Value& d) {
+  if (!shlo::is_integral(d.type.elem)) return;
+  Value ok = c.b.compare(Compare::NE, d, cst(c, 0, d));
+  c.check(ok, c.b.convert(d, ElemType::S64), {false, "ZeroDivisionError"});
+}
+
 std::vector<Value> unary(LowerCtx& c, const char* op) {
   Value x = in(c, 0, float_compute(c));
   return finish(c, c.b.unary(op, x));
@@ -26,6 +34,13 @@ std::vector<Value> unary(LowerCtx& c, const char* op) {
 // Same-type unary (abs, neg): integers stay integers.
 std::vector<Value> unary_same(LowerCtx& c, const char* op) {
   Value x = in(c, 0, accumulate_type(c.out().elem));
+  return finish(c, c.b.unary(op, x));
+}
+
+// floor/ceil/round of an integer tensor is the tensor itself, as on CPU.
+std::vector<Value> rounding(LowerCtx& c, const char* op) {
+  Value x = in(c, 0, accumulate_type(c.out().elem));
+  if (!shlo::is_float(x.type.elem) && !shlo::is_complex(x.type.elem)) return finish(c, x);
   return finish(c, c.b.unary(op, x));
 }
 
@@ -105,6 +120,7 @@ std::vector<Value> div_mode(LowerCtx& c, const std::string& mode) {
     return finish(c, q);
   }
   Value a = in(c, 0, out), d = in(c, 1, out);
+  check_int_divisor(c, d);
   if (mode == "trunc") return {c.b.div(a, d)};
   return {floor_div_int(c.b, a, d)};
 }
@@ -140,6 +156,7 @@ std::vector<Value> abs(LowerCtx& c) {
     ElemType part = x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64;
     return finish(c, c.b.op("abs", {x}, TensorType{part, x.type.dims}));
   }
+  if (shlo::is_unsigned_int(c.out().elem)) return {in(c, 0, c.out().elem)};  // |x| of unsigned is x
   return unary_same(c, "abs");
 }
 
@@ -313,7 +330,10 @@ std::vector<Value> leaky_relu(LowerCtx& c) {
 std::vector<Value> sign(LowerCtx& c) {
   ElemType ct = accumulate_type(c.out().elem);
   if (ct == ElemType::Pred) return {in(c, 0, ct)};
-  return finish(c, c.b.unary("sign", in(c, 0, ct)));
+  Value x = in(c, 0, ct);
+  if (shlo::is_unsigned_int(ct))  // stablehlo.sign takes signed types only
+    return finish(c, c.b.convert(c.b.compare(Compare::NE, x, cst(c, 0, x)), ct));
+  return finish(c, c.b.unary("sign", x));
 }
 
 std::vector<Value> logical_not(LowerCtx& c) {
@@ -392,12 +412,18 @@ std::vector<Value> rsub(LowerCtx& c) {
   return finish(c, c.b.sub(b, alpha_times(c, 2, a)));
 }
 
-std::vector<Value> fmod(LowerCtx& c) { return binary(c, "remainder"); }
+std::vector<Value> fmod(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  Value a = in(c, 0, ct), d = in(c, 1, ct);
+  check_int_divisor(c, d);
+  return finish(c, c.b.binary("remainder", a, d));
+}
 
 std::vector<Value> remainder(LowerCtx& c) {
   // Python modulo: result has the sign of the divisor.
   ElemType ct = accumulate_type(c.out().elem);
   Value a = in(c, 0, ct), d = in(c, 1, ct);
+  check_int_divisor(c, d);
   Builder& b = c.b;
   Value r = b.binary("remainder", a, d);
   Value zero = cst(c, 0, r);
@@ -465,9 +491,9 @@ void append_elementwise(std::vector<Lowering>& t) {
   t.push_back({"erf", [](LowerCtx& c) { return finish(c, erf(c.b, in(c, 0, float_compute(c)))); }, {"erf", "erf_", "erf.out"}});
   t.push_back({"sigmoid", sigmoid_fwd, {"sigmoid", "sigmoid_", "sigmoid.out"}});
   t.push_back({"reciprocal", reciprocal, {"reciprocal", "reciprocal_", "reciprocal.out"}});
-  t.push_back({"floor", [](LowerCtx& c) { return unary_same(c, "floor"); }, {"floor", "floor_", "floor.out"}});
-  t.push_back({"ceil", [](LowerCtx& c) { return unary_same(c, "ceil"); }, {"ceil", "ceil_", "ceil.out"}});
-  t.push_back({"round", [](LowerCtx& c) { return unary_same(c, "round_nearest_even"); }, {"round", "round_", "round.out"}});
+  t.push_back({"floor", [](LowerCtx& c) { return rounding(c, "floor"); }, {"floor", "floor_", "floor.out"}});
+  t.push_back({"ceil", [](LowerCtx& c) { return rounding(c, "ceil"); }, {"ceil", "ceil_", "ceil.out"}});
+  t.push_back({"round", [](LowerCtx& c) { return rounding(c, "round_nearest_even"); }, {"round", "round_", "round.out"}});
   t.push_back({"neg", [](LowerCtx& c) { return unary_same(c, "negate"); }, {"neg", "neg_", "neg.out"}});
   t.push_back({"abs", abs, {"abs", "abs_", "abs.out"}});
   t.push_back({"sign", sign, {"sign", "sign_", "sign.out", "sgn", "sgn_", "sgn.out"}});

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -120,9 +121,36 @@ Value Builder::op(const std::string& name, const std::vector<Value>& operands,
   return op_multi(name, operands, {result}, attrs)[0];
 }
 
+namespace {
+
+// The element-type constraints of the StableHLO ops lowerings emit most
+// (spec: "Constraints" of each op), checked on the first operand.
+void check_element_type(const std::string& name, const std::vector<Value>& operands) {
+  if (operands.empty()) return;
+  ElemType t = operands[0].type.elem;
+  bool fp = is_float(t) || is_complex(t), bits = is_integral(t) || t == ElemType::Pred;
+  static const char* const kFloatOnly[] = {"sqrt", "rsqrt", "exponential", "exponential_minus_one", "log",
+                                           "log_plus_one", "logistic", "tanh", "sine", "cosine", "tan", "cbrt",
+                                           "floor", "ceil", "round_nearest_even", "round_nearest_afz", "atan2",
+                                           "is_finite", "chlo.erf", "chlo.lgamma", "chlo.digamma"};
+  static const char* const kBitsOnly[] = {"and", "or", "xor", "not", "shift_left", "shift_right_arithmetic",
+                                          "shift_right_logical", "popcnt", "count_leading_zeros"};
+  static const char* const kNotBool[] = {"abs", "negate", "sign", "divide", "remainder", "power", "subtract"};
+  auto in = [&](const auto& list) {
+    for (const char* n : list)
+      if (name == n) return true;
+    return false;
+  };
+  bool bad = (in(kFloatOnly) && !fp) || (in(kBitsOnly) && !bits) || (in(kNotBool) && t == ElemType::Pred);
+  if (bad) throw ElementTypeError("stablehlo." + name + " does not take " + mlir_name(t) + " operands");
+}
+
+}  // namespace
+
 std::vector<Value> Builder::op_multi(const std::string& name, const std::vector<Value>& operands,
                                      const std::vector<TensorType>& results,
                                      const std::string& attrs, const std::string& region) {
+  check_element_type(name, operands);
   std::string id = fresh();
   std::ostringstream os;
   os << "    " << id;
@@ -202,6 +230,24 @@ Value Builder::convert(const Value& x, ElemType to) {
     Value e = op("convert", {a}, r);
     Value zero = compare(Compare::EQ, a, constant(0.0, ElemType::F32, x.type.dims));
     return select(zero, bitcast(constant_int(0, ElemType::U8, x.type.dims), r), e);
+  }
+  if (is_float(x.type.elem) && (to == ElemType::S8 || to == ElemType::S16 || to == ElemType::S32 ||
+                                 to == ElemType::S64 || to == ElemType::U8)) {
+    // PyTorch CPU casts like x86's truncating conversion: to int64 (uint8
+    // goes through int64 too, c10's static_cast_with_inter_type) or to int32
+    // (int8/int16/int32), where NaN, +-inf and out-of-range values become the
+    // minimum (INT64_MIN / INT32_MIN), then wraps to the narrower type
+    // (-2.0 -> uint8 254, -300.0 -> int8 -44). XLA's convert saturates.
+    ElemType via = (to == ElemType::S64 || to == ElemType::U8) ? ElemType::S64 : ElemType::S32;
+    Value f = (x.type.elem == ElemType::F16 || x.type.elem == ElemType::BF16) ? convert(x, ElemType::F32) : x;
+    double lim = via == ElemType::S64 ? 9223372036854775808.0 : 2147483648.0;
+    Value in_range = binary("and", compare(Compare::GE, f, constant(-lim, f.type.elem, f.type.dims)),
+                            compare(Compare::LT, f, constant(lim, f.type.elem, f.type.dims)));
+    TensorType vt{via, x.type.dims};
+    Value lowest = via == ElemType::S64 ? constant_int(std::numeric_limits<int64_t>::min(), via, x.type.dims)
+                                        : constant_int(std::numeric_limits<int32_t>::min(), via, x.type.dims);
+    Value v = select(in_range, op("convert", {f}, vt), lowest);
+    return via == to ? v : op("convert", {v}, r);
   }
   return op("convert", {x}, r);
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,14 @@ enum class Precision { Default, High, Highest };
 
 // Builds one function body. Values are SSA names; every helper returns the
 // new value with its type, so lowerings never spell types by hand.
+// An operand element type the StableHLO op does not take (abs of i1, and
+// of f32, sqrt of i16): raised while the module is built, before anything is
+// compiled, so the ATen layer can report the op and dtype like CPU does.
+class ElementTypeError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 class Builder {
  public:
   Value arg(const TensorType& type);  // next function argument

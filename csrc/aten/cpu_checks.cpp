@@ -1,0 +1,86 @@
+// Checks CPU's kernels make that PyTorch's meta functions do not, so that a
+// 'tpu' op refuses what CPU refuses (found by tests/test_fuzz.py). Some depend
+// on Scalar values, which are runtime inputs of a cached executable, so the
+// table kernel looks its op's check up once and runs it on every call; ops
+// without one pay nothing. The in-place cast check (int32.mul_(1.1)) lives in
+// the table kernel, next to the out= one.
+#include <ATen/Dispatch_v2.h>
+
+#include "aten/common.h"
+
+namespace ttpu::aten {
+
+namespace {
+
+bool is_bool_tensor(const c10::IValue& v) { return v.isTensor() && v.toTensor().scalar_type() == at::kBool; }
+
+void sub_check(const std::vector<c10::IValue>& args) {
+  // sub/rsub(self, other, alpha): meta refuses two bool tensors, CPU also one.
+  if (args.size() < 2) return;
+  bool a = is_bool_tensor(args[0]), b = is_bool_tensor(args[1]) || (args[1].isScalar() && args[1].isBool());
+  TORCH_CHECK_NOT_IMPLEMENTED(!(a || b) || (a && b),
+                              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                              "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+}
+
+void arg_reduce_check(const char* name, const std::vector<c10::IValue>& args) {
+  TORCH_CHECK(args.empty() || !is_bool_tensor(args[0]), name, "(): does not support bool input");
+}
+
+bool is_integral_tensor(const c10::IValue& v, bool include_bool) {
+  return v.isTensor() && at::isIntegralType(v.toTensor().scalar_type(), include_bool);
+}
+
+// fill_/masked_fill_ value: c10's checked conversion of the Scalar into self's
+// dtype ("value cannot be converted to type uint8_t without overflow").
+void fill_value_check(const std::vector<c10::IValue>& args, size_t value_arg) {
+  if (args.size() <= value_arg || !args[0].isTensor() || !args[value_arg].isScalar()) return;
+  at::Scalar v = args[value_arg].toScalar();
+  AT_DISPATCH_V2(args[0].toTensor().scalar_type(), "fill_", AT_WRAP([&] { (void)v.to<scalar_t>(); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
+}
+
+void pow_check(const std::vector<c10::IValue>& args) {
+  // pow.Tensor_Scalar(self, exponent): integer base, negative integer exponent
+  if (args.size() < 2 || !is_integral_tensor(args[0], false) || !args[1].isInt()) return;
+  TORCH_CHECK(args[1].toInt() >= 0, "Integers to negative integer powers are not allowed.");
+}
+
+void alpha_check(const std::vector<c10::IValue>& args) {
+  // add/sub(self, other, alpha): a float alpha with integral tensors
+  if (args.size() < 3 || !args[2].isDouble()) return;
+  bool integral = is_integral_tensor(args[0], true) && is_integral_tensor(args[1], true);
+  TORCH_CHECK(!integral, "For integral input tensors, argument alpha must not be a floating point number.");
+}
+
+
+void sub_checks(const std::vector<c10::IValue>& args) {
+  sub_check(args);
+  alpha_check(args);
+}
+void argmax_check(const std::vector<c10::IValue>& args) { arg_reduce_check("argmax", args); }
+void argmin_check(const std::vector<c10::IValue>& args) { arg_reduce_check("argmin", args); }
+void relu_check(const std::vector<c10::IValue>& args) {
+  TORCH_CHECK_NOT_IMPLEMENTED(args.empty() || !is_bool_tensor(args[0]), "Boolean inputs not supported for relu");
+}
+void topk_check(const std::vector<c10::IValue>& args) {
+  TORCH_CHECK(args.empty() || !is_bool_tensor(args[0]), "topk does not support bool dtypes on CPU");
+}
+void fill_check(const std::vector<c10::IValue>& args) { fill_value_check(args, 1); }
+void masked_fill_check(const std::vector<c10::IValue>& args) { fill_value_check(args, 2); }
+
+}  // namespace
+
+CpuCheck cpu_kernel_check(const std::string& op) {
+  static const std::map<std::string, CpuCheck> table = {
+      {"sub", sub_checks},        {"sub_", sub_checks},       {"rsub", sub_checks},
+      {"add", alpha_check},       {"add_", alpha_check},      {"argmax", argmax_check},
+      {"argmin", argmin_check},   {"relu", relu_check},       {"relu_", relu_check},
+      {"topk", topk_check},       {"fill_", fill_check},      {"masked_fill", masked_fill_check},
+      {"masked_fill_", masked_fill_check}, {"pow", pow_check}, {"pow_", pow_check},
+  };
+  auto it = table.find(op);
+  return it == table.end() ? nullptr : it->second;
+}
+
+}  // namespace ttpu::aten
