@@ -252,6 +252,20 @@ def test_cpu_kernel_refusals(case):
     assert_same_error(fn, arg)
 
 
+def test_inplace_and_functional_do_not_share_executables():
+    # mul_.Tensor and mul.Tensor have the same lowering and overload name; their results differ in dtype
+    a, b = torch.ones(3, dtype=torch.float16), torch.ones(3)
+
+    def mixed(x, y):
+        x = x.clone()
+        x.add_(y)          # in-place: stays f16
+        return x, x + y    # functional: promotes to f32
+    check(mixed, a, b, atol=0, rtol=0)
+    i = torch.ones((), dtype=torch.int64)
+    check(lambda t: t * 1.1, i)
+    assert_same_error(lambda t: t.mul_(1.1), i)  # after the functional one ran with the same operands
+
+
 # ==========================================================================
 # 6. the default dtype takes part in promotion after the first op
 # ==========================================================================

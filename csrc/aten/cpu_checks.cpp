@@ -18,7 +18,10 @@ void sub_check(const std::vector<c10::IValue>& args) {
   // sub/rsub(self, other, alpha): meta refuses two bool tensors, CPU also one.
   if (args.size() < 2) return;
   bool a = is_bool_tensor(args[0]), b = is_bool_tensor(args[1]) || (args[1].isScalar() && args[1].isBool());
-  TORCH_CHECK_NOT_IMPLEMENTED(!(a || b) || (a && b),
+  TORCH_CHECK_NOT_IMPLEMENTED(!(a && b),
+                              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+                              "or `logical_xor()` operator instead.");
+  TORCH_CHECK_NOT_IMPLEMENTED(!(a || b),
                               "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
 }

@@ -554,6 +554,11 @@ class TableKernel final : public c10::OperatorKernel {
     key += lowering_->name;
     key += '|';
     key += op.schema().operator_name().overload_name;
+    // mul.Tensor and mul_.Tensor share overload name and lowering, but not
+    // result types (the in-place one keeps self's dtype, the functional one
+    // promotes): sharing an executable gave a f16 result for f16 + f32 after a
+    // f16.add_(f32), and let int64.mul_(1.1) run the float one.
+    key += plan_.variant == Variant::Inplace ? 'I' : (plan_.variant == Variant::Out ? 'O' : 'F');
     key += '|';
     // Promotion of Python floats and of integers to float (uint8 + 5.5) uses
     // torch.get_default_dtype(): the meta result types, and with them the

@@ -104,6 +104,7 @@ Value log_sigmoid_(Builder& b, const Value& x) { return neg(b, softplus(b, neg(b
 std::vector<Value> trunc_op(LowerCtx& c) {
   ElemType t = c.out().elem;
   Value x = ew_in(c, 0, accumulate_type(t));
+  if (x.type.elem == ElemType::Pred) throw shlo::ElementTypeError("trunc does not take i1 operands");
   return as_out(c, shlo::is_float(t) ? trunc(c.b, x) : x);
 }
 
