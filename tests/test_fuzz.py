@@ -283,17 +283,31 @@ def describe(inputs, program):
     return "\n".join(lines)
 
 
-def tol(t):
-    if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
+def tol(t, low_precision_inputs=False):
+    """Exact for integers and bools; about two ulps for floats. A value computed from bf16/f16 data
+    (the `low_precision_inputs` taint) gets bf16's tolerance whatever its dtype: an ulp of difference
+    upstream (CPU accumulates index_put_ duplicates in bf16, we in f32) must not fail an f32 step
+    downstream, nor an integer one (floor, casts) by more than one."""
+    if not isinstance(t, torch.Tensor):
         return {"atol": 0, "rtol": 0}
-    return {torch.bfloat16: {"atol": 1e-2, "rtol": 1.6e-2}, torch.float16: {"atol": 1e-3, "rtol": 1e-3}}.get(
+    if low_precision_inputs:
+        return {"atol": 1 if not t.dtype.is_floating_point else 2e-2, "rtol": 2e-2}
+    if not t.dtype.is_floating_point:
+        return {"atol": 0, "rtol": 0}
+    return {torch.bfloat16: {"atol": 1e-2, "rtol": 1.6e-2}, torch.float16: {"atol": 1e-3, "rtol": 2e-3}}.get(
         t.dtype, {"atol": 1e-4, "rtol": 1e-4})
+
+
+def low_precision(t):
+    return isinstance(t, torch.Tensor) and t.dtype in (torch.bfloat16, torch.float16)
 
 
 def run_program(seed):
     inputs, program, cpu_outs = draw_program(seed)
     values = [t.to(DEV) for t in inputs]
+    tainted = [False] * len(inputs)  # computed from bf16/f16 data (see tol)
     for k, ((name, args, fn, err), want) in enumerate(zip(program, cpu_outs)):
+        from_low = any(tainted[a] or low_precision(values[a]) for a in args)
         where = f"seed {seed}, step {k} ({name})\n{describe(inputs, program)}"
         if err is not None:
             try:
@@ -311,10 +325,11 @@ def run_program(seed):
         ref = want[0] if isinstance(want, tuple) else want
         got = out[0] if isinstance(out, tuple) else out
         try:
-            assert_same(got, ref, **tol(ref))
+            assert_same(got, ref, **tol(ref, from_low and not low_precision(ref)))
         except AssertionError as e:
             raise AssertionError(f"{e}\n{where}") from None
         values.append(got)
+        tainted.append(from_low)
 
 
 CI_SEEDS = range(60)

@@ -234,7 +234,8 @@ def test_sort_topk_nan_and_signed_zero(dtype):
 
 @pytest.mark.parametrize("case", ["bool_relu", "bool_sub_float", "bool_argmax", "bool_topk", "int_mul_float_inplace",
                                   "uint8_fill_negative", "int_pow_negative", "int_float_alpha", "int_remainder_zero",
-                                  "int_floor_divide_zero", "abs_bool", "bitwise_and_float"])
+                                  "int_floor_divide_zero", "abs_bool", "bitwise_and_float", "bool_pow_bool",
+                                  "bool_floor_divide", "bool_pow_negative"])
 def test_cpu_kernel_refusals(case):
     # What CPU's kernels refuse (meta functions accept it): the same exception type on the device.
     i32 = torch.arange(-3, 3, dtype=torch.int32)
@@ -247,9 +248,19 @@ def test_cpu_kernel_refusals(case):
         "int_remainder_zero": (lambda t: (t % torch.zeros_like(t)).cpu(), i32),
         "int_floor_divide_zero": (lambda t: (t // 0).cpu(), i32), "abs_bool": (torch.abs, b),
         "bitwise_and_float": (lambda t: torch.bitwise_and(t, t), i32.float()),
+        "bool_pow_bool": (lambda t: t ** t, b), "bool_floor_divide": (lambda t: t // t, b),
+        "bool_pow_negative": (lambda t: t ** -3, b),
     }
     fn, arg = fns[case]
     assert_same_error(fn, arg)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["f32", "bf16", "f16"])
+def test_sign_of_nan_and_negative_zero(dtype):
+    # CPU computes (0 < x) - (x < 0): sign(NaN) is 0, sign(-0.0) is +0.0
+    x = torch.tensor([NAN, -0.0, 0.0, -2.0, 3.0, INF, -INF]).to(dtype)
+    check(torch.sign, x, atol=0, rtol=0)
+    check(lambda t: torch.sign(t).signbit(), x)
 
 
 def test_inplace_and_functional_do_not_share_executables():

@@ -44,9 +44,18 @@ void fill_value_check(const std::vector<c10::IValue>& args, size_t value_arg) {
 }
 
 void pow_check(const std::vector<c10::IValue>& args) {
-  // pow.Tensor_Scalar(self, exponent): integer base, negative integer exponent
-  if (args.size() < 2 || !is_integral_tensor(args[0], false) || !args[1].isInt()) return;
+  if (args.size() < 2) return;
+  // pow.Tensor_Tensor of two bools (a bool result): no CPU kernel
+  TORCH_CHECK_NOT_IMPLEMENTED(!(is_bool_tensor(args[0]) && is_bool_tensor(args[1])),
+                              "\"pow\" not implemented for 'Bool'");
+  // pow.Tensor_Scalar(self, exponent): integer (or bool) base, negative integer exponent
+  if (!is_integral_tensor(args[0], true) || !args[1].isInt()) return;
   TORCH_CHECK(args[1].toInt() >= 0, "Integers to negative integer powers are not allowed.");
+}
+
+void floor_divide_check(const std::vector<c10::IValue>& args) {
+  TORCH_CHECK_NOT_IMPLEMENTED(args.size() < 2 || !(is_bool_tensor(args[0]) && is_bool_tensor(args[1])),
+                              "\"div_floor_cpu\" not implemented for 'Bool'");
 }
 
 void alpha_check(const std::vector<c10::IValue>& args) {
@@ -81,6 +90,7 @@ CpuCheck cpu_kernel_check(const std::string& op) {
       {"argmin", argmin_check},   {"relu", relu_check},       {"relu_", relu_check},
       {"topk", topk_check},       {"fill_", fill_check},      {"masked_fill", masked_fill_check},
       {"masked_fill_", masked_fill_check}, {"pow", pow_check}, {"pow_", pow_check},
+      {"floor_divide", floor_divide_check}, {"floor_divide_", floor_divide_check},
   };
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;

@@ -335,6 +335,13 @@ std::vector<Value> sign(LowerCtx& c) {
   Value x = in(c, 0, ct);
   if (shlo::is_unsigned_int(ct))  // stablehlo.sign takes signed types only
     return finish(c, c.b.convert(c.b.compare(Compare::NE, x, cst(c, 0, x)), ct));
+  if (shlo::is_float(ct)) {
+    // CPU: (0 < x) - (x < 0), so sign(NaN) is 0 and sign(-0.0) is +0.0;
+    // stablehlo.sign keeps NaN and -0.0.
+    Value pos = c.b.convert(c.b.compare(Compare::GT, x, cst(c, 0, x)), ct);
+    Value neg = c.b.convert(c.b.compare(Compare::LT, x, cst(c, 0, x)), ct);
+    return finish(c, c.b.sub(pos, neg));
+  }
   return finish(c, c.b.unary("sign", x));
 }
 
