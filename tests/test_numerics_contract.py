@@ -359,3 +359,28 @@ def test_out_on_another_device_raises():
         torch.sqrt(a, out=torch.empty(3))
     with pytest.raises(RuntimeError, match=same_device):
         torch.add(a.cpu(), a.cpu(), out=torch.empty(3, device=DEV))
+
+
+# ==========================================================================
+# gcd / lcm (issue #13, missing ops): CPU's Euclid and its int promotion
+# ==========================================================================
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8],
+                         ids=["i64", "i32", "i16", "i8", "u8"])
+def test_gcd_lcm(dtype):
+    hi = 100 if dtype in (torch.int8, torch.uint8) else 10 ** 6
+    g = torch.Generator().manual_seed(1)
+    a = torch.randint(0 if dtype == torch.uint8 else -hi, hi, (500,), generator=g).to(dtype)
+    b = torch.randint(0 if dtype == torch.uint8 else -hi, hi, (500,), generator=g).to(dtype)
+    a[:3], b[2:5] = 0, 0
+    check(torch.gcd, a, b, atol=0, rtol=0)
+    check(torch.lcm, a, b, atol=0, rtol=0)  # 8/16-bit products wrap after abs, as C++'s int promotion does
+    check(lambda x, y: x.clone().gcd_(y), a, b, atol=0, rtol=0)
+
+
+def test_gcd_longest_euclid_chain():
+    # consecutive Fibonacci numbers take the most steps (91 for int64)
+    a = torch.tensor([4660046610375530309, 7540113804746346429, 1134903170], dtype=torch.int64)
+    b = torch.tensor([7540113804746346429, 4660046610375530309, 1836311903], dtype=torch.int64)
+    check(torch.gcd, a, b, atol=0, rtol=0)
+    assert_same_error(torch.gcd, torch.tensor([1.0]), torch.tensor([2.0]))
