@@ -8,7 +8,6 @@ written as JSON to $OUT/gpu_check.json.
 """
 import json
 import os
-import statistics
 import sys
 import time
 import traceback
@@ -27,6 +26,7 @@ if not BASELINE:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
+from timing import measure  # noqa: E402
 
 OUT = os.environ.get("OUT", os.path.join(os.path.dirname(__file__), "results"))
 RESULTS = {}
@@ -47,25 +47,8 @@ def section(fn):
     print(f"== {name} ({RESULTS[name + '_s']} s):", json.dumps(RESULTS[name], indent=1)[:4000], flush=True)
 
 
-def sync(dev):
-    if dev == "cuda":
-        torch.cuda.synchronize()
-    elif dev == "tpu":
-        torch.tpu.synchronize()
-
-
 def median_ms(fn, dev, warm=3, reps=10, inner=1):
-    for _ in range(warm):
-        fn()
-    sync(dev)
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync(dev)
-        times.append((time.perf_counter() - t) / inner * 1e3)
-    return round(statistics.median(times), 4)
+    return round(measure(fn, dev, reps, inner, warmup=warm)[0], 4)
 
 
 @section

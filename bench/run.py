@@ -36,6 +36,7 @@ from torch_tpu.execution_mode import EagerMode, eager_mode
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import models  # noqa: E402
+from timing import measure, sync  # noqa: E402
 
 # The eager modes on 'tpu'; each case runs on CPU and then in every one of them.
 EAGER_MODES = {"strict": EagerMode.STRICT, "debug": EagerMode.DEBUG, "defer": EagerMode.DEFER_AND_FUSE}
@@ -53,26 +54,6 @@ def targets(modes=None):
 
 def in_mode(mode):
     return eager_mode(EAGER_MODES.get(mode, EagerMode.STRICT))
-
-
-def sync(device):
-    if device.startswith("tpu"):
-        torch.tpu.synchronize()
-
-
-def measure(fn, device, repeats, inner, warmup=2):
-    """Median and spread (min, max) in ms of `inner` calls of fn, over repeats."""
-    for _ in range(warmup):
-        fn()
-    sync(device)
-    samples = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        sync(device)
-        samples.append((time.perf_counter() - t) / inner * 1e3)
-    return statistics.median(samples), min(samples), max(samples)
 
 
 class Recorder:

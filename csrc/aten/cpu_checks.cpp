@@ -65,7 +65,6 @@ void alpha_check(const std::vector<c10::IValue>& args) {
   TORCH_CHECK(!integral, "For integral input tensors, argument alpha must not be a floating point number.");
 }
 
-
 void sub_checks(const std::vector<c10::IValue>& args) {
   sub_check(args);
   alpha_check(args);

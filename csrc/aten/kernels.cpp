@@ -1036,10 +1036,15 @@ class TableKernel final : public c10::OperatorKernel {
     return outs;
   }
 
-  // out= of a dtype the result cannot be cast to: CPU's TensorIterator error.
+  // CPU's TensorIterator error for a result written into a tensor of a dtype
+  // it cannot be cast to (out= and in-place; meta functions do not check).
+  static void check_castable(at::ScalarType result, at::ScalarType into) {
+    TORCH_CHECK(at::canCast(result, into), "result type ", result, " can't be cast to the desired output type ",
+                into);
+  }
+
   // An in-place op whose functional result cannot be cast back into self
-  // (int32.mul_(1.1): Float into Int) raises CPU's error. Meta functions do
-  // not check it; CPU's TensorIterator does.
+  // (int32.mul_(1.1): Float into Int).
   void check_inplace_cast(const std::vector<c10::IValue>& args) {
     if (!inplace_functional_ || args.empty() || !args[0].isTensor()) return;
     std::vector<bool> present;
@@ -1049,18 +1054,15 @@ class TableKernel final : public c10::OperatorKernel {
     } catch (...) {
       return;  // the in-place meta function already accepted the arguments
     }
-    if (fouts.empty()) return;
-    at::ScalarType result = scalar_type_of(fouts[0].elem), self = args[0].toTensor().scalar_type();
-    TORCH_CHECK(at::canCast(result, self), "result type ", result, " can't be cast to the desired output type ",
-                self);
+    if (!fouts.empty()) check_castable(scalar_type_of(fouts[0].elem), args[0].toTensor().scalar_type());
   }
 
+  // out= of a dtype the result cannot be cast to.
   void check_out_casts(const std::vector<c10::IValue>& args) {
     std::vector<at::ScalarType> dtypes = functional_dtypes(args);
     std::vector<at::Tensor> outs = out_tensors(args);
     for (size_t k = 0; k < dtypes.size() && k < outs.size(); ++k)
-      TORCH_CHECK(!outs[k].defined() || at::canCast(dtypes[k], outs[k].scalar_type()), "result type ", dtypes[k],
-                  " can't be cast to the desired output type ", outs[k].scalar_type());
+      if (outs[k].defined()) check_castable(dtypes[k], outs[k].scalar_type());
   }
 
   // out= of another dtype than the op's result (add(f16, f16, out=f64)): CPU

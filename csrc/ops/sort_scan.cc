@@ -13,34 +13,22 @@ std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t di
   TensorType it{ElemType::S64, x.type.dims};
   Value idx = b.iota(it, dim);
   TensorType s{x.type.elem, {}}, si{ElemType::S64, {}};
-  std::string a = b.fresh(), c = b.fresh(), ai = b.fresh(), ci = b.fresh(), r = b.fresh();
-  std::string ty = s.str(), tyi = si.str();
-  auto cmp_op = [&](const std::string& out, const std::string& l, const std::string& rr, const char* dir,
-                    const char* type) {
-    return "      " + out + " = \"stablehlo.compare\"(" + l + ", " + rr +
-           ") {comparison_direction = #stablehlo<comparison_direction " + dir +
-           ">, compare_type = #stablehlo<comparison_type " + type + ">} : (" + ty + ", " + ty +
-           ") -> tensor<i1>\n";
-  };
-  const char* dir = descending ? "GT" : "LT";
-  std::string body;
+  Value a{b.fresh(), s}, c{b.fresh(), s};
+  std::string ai = b.fresh(), ci = b.fresh();
+  std::string saved = b.swap_body("");
+  Value before = b.compare(descending ? shlo::Compare::GT : shlo::Compare::LT, a, c);
   if (shlo::is_float(x.type.elem)) {
     // PyTorch orders NaN above everything, whatever its sign bit, and -0.0
     // equal to 0.0 (a stable sort keeps their order); XLA's TOTALORDER does
     // neither. So: a before c if a < c (a > c), or c (a) is NaN and a (c) not.
-    std::string lt = b.fresh(), na = b.fresh(), nc = b.fresh(), keep = b.fresh(), nan_rule = b.fresh();
-    body = cmp_op(lt, a, c, dir, "FLOAT") + cmp_op(na, a, a, "NE", "FLOAT") + cmp_op(nc, c, c, "NE", "FLOAT") +
-           "      " + keep + " = \"stablehlo.not\"(" + (descending ? nc : na) + ") : (tensor<i1>) -> tensor<i1>\n" +
-           "      " + nan_rule + " = \"stablehlo.and\"(" + keep + ", " + (descending ? na : nc) +
-           ") : (tensor<i1>, tensor<i1>) -> tensor<i1>\n" + "      " + r + " = \"stablehlo.or\"(" + lt + ", " +
-           nan_rule + ") : (tensor<i1>, tensor<i1>) -> tensor<i1>\n";
-  } else {
-    const char* cmp = x.type.elem == ElemType::Pred || shlo::is_unsigned_int(x.type.elem) ? "UNSIGNED" : "SIGNED";
-    body = cmp_op(r, a, c, dir, cmp);
+    Value na = b.compare(shlo::Compare::NE, a, a), nc = b.compare(shlo::Compare::NE, c, c);
+    Value nan_rule = descending ? b.binary("and", na, b.unary("not", nc)) : b.binary("and", b.unary("not", na), nc);
+    before = b.binary("or", before, nan_rule);
   }
-  std::string region = "{\n    ^bb0(" + a + ": " + ty + ", " + c + ": " + ty + ", " + ai + ": " + tyi + ", " + ci +
-                       ": " + tyi + "):\n" + body + "      \"stablehlo.return\"(" + r +
-                       ") : (tensor<i1>) -> ()\n  }";
+  std::string body = b.swap_body(saved);
+  std::string region = "{\n    ^bb0(" + a.name + ": " + s.str() + ", " + c.name + ": " + s.str() + ", " + ai + ": " +
+                       si.str() + ", " + ci + ": " + si.str() + "):\n" + body + "      \"stablehlo.return\"(" +
+                       before.name + ") : (tensor<i1>) -> ()\n  }";
   auto res = b.op_multi("sort", {x, idx}, {x.type, it},
                         "dimension = " + std::to_string(dim) + " : i64, is_stable = true", region);
   return {res[0], res[1]};
