@@ -146,6 +146,20 @@ def test_nan_in_clamp_like(fn):
     check(fn, nan_input())
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x, m: x * m.float(),
+    lambda x, m: m.to(x.dtype) * x,
+    lambda x, m: x.float().reshape(-1, 1) @ m.float().reshape(1, -1),
+], ids=["mul_mask", "mask_mul_f16", "outer_product"])
+def test_inf_times_bool_cast_is_nan(fn):
+    # IEEE: inf * 0 and NaN * 0 are NaN. Once fused (DeferAndFuse), XLA's
+    # simplifier turns multiply(x, convert(bool)) into select(bool, x, 0),
+    # which gives 0 (fuzzer seed 1037); bool -> float is emitted as a select.
+    x = torch.tensor([INF, -INF, NAN, 2.0, INF], dtype=torch.float16)
+    m = torch.tensor([False, False, False, True, True])
+    check(fn, x, m)
+
+
 # ==========================================================================
 # 4. erf saturates to exactly 1 like CPU
 # ==========================================================================

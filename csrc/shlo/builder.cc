@@ -249,6 +249,9 @@ Value Builder::convert(const Value& x, ElemType to) {
     Value v = select(in_range, op("convert", {f}, vt), lowest);
     return via == to ? v : op("convert", {v}, r);
   }
+  if (x.type.elem == ElemType::Pred && is_float(to)) {
+    return select(x, constant(1.0, to, x.type.dims), constant(0.0, to, x.type.dims));
+  }
   return op("convert", {x}, r);
 }
 
