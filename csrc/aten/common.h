@@ -79,6 +79,12 @@ const at::Generator& default_generator(int device);
 
 // Rethrows runtime failures as the right PyTorch exception, naming `what`.
 [[noreturn]] void rethrow_as_torch_error(const std::string& what);
+// For messages: "Float[2, 3]" (with "@cpu" when not on 'tpu'), and the
+// tensors among the last n stack entries.
+std::string describe(const at::Tensor& t);
+std::string describe_args(const std::vector<c10::IValue>& stack, size_t n);
+// The index of a tpu tensor's device (0 when unset).
+inline int device_index(const at::Tensor& t) { return t.device().index() < 0 ? 0 : t.device().index(); }
 
 // Whether 'tpu' and CPU tensors count as compatible shallow-copy types
 // (Module._apply keeps Parameters, `cpu_t.data = tpu_t` works); see shallow_copy.cpp.

@@ -130,6 +130,29 @@ void rethrow_as_torch_error(const std::string& what) {
   }
 }
 
+std::string describe(const at::Tensor& t) {
+  if (!t.defined()) return "None";
+  std::ostringstream os;
+  os << t.scalar_type() << t.sizes();
+  if (!t.is_privateuseone()) os << "@" << t.device();
+  return os.str();
+}
+
+std::string describe_args(const std::vector<c10::IValue>& stack, size_t n) {
+  std::string s;
+  for (size_t i = stack.size() - std::min(n, stack.size()); i < stack.size(); ++i) {
+    const c10::IValue& iv = stack[i];
+    if (iv.isTensor()) {
+      if (!s.empty()) s += ", ";
+      s += describe(iv.toTensor());
+    } else if (iv.isTensorList()) {
+      if (!s.empty()) s += ", ";
+      s += "[" + std::to_string(iv.toTensorList().size()) + " tensors]";
+    }
+  }
+  return s;
+}
+
 // ---------------------------------------------------------------------------
 // The current device (per thread, as CUDA's).
 

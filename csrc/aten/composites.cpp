@@ -1,0 +1,69 @@
+// ATen overloads served by composing other ops on 'tpu': the
+// _native_batch_norm_legit family (over native_batch_norm's lowering) and
+// masked_select (through boolean indexing).
+#include <ATen/ExpandUtils.h>
+
+#include "aten/native_kernels.h"
+
+namespace ttpu::aten {
+
+// The _native_batch_norm_legit family declares the running stats as mutated
+// arguments; native_batch_norm's lowering already updates them.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit(const at::Tensor& input,
+                                                                const std::optional<at::Tensor>& weight,
+                                                                const std::optional<at::Tensor>& bias,
+                                                                at::Tensor& running_mean, at::Tensor& running_var,
+                                                                bool training, double momentum, double eps) {
+  auto r = at::native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+  if (!training) {  // as on CPU: no saved statistics in evaluation
+    std::get<1>(r) = at::empty({0}, input.options());
+    std::get<2>(r) = at::empty({0}, input.options());
+  } else {  // CPU saves them in the input's dtype
+    std::get<1>(r) = std::get<1>(r).to(input.scalar_type());
+    std::get<2>(r) = std::get<2>(r).to(input.scalar_type());
+  }
+  return r;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_stats(const at::Tensor& input,
+                                                                         const std::optional<at::Tensor>& weight,
+                                                                         const std::optional<at::Tensor>& bias,
+                                                                         bool training, double momentum, double eps) {
+  return at::native_batch_norm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_training(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const at::Tensor& running_mean, const at::Tensor& running_var, double momentum, double eps) {
+  auto r = at::native_batch_norm(input, weight, bias, running_mean, running_var, false, momentum, eps);
+  std::get<1>(r) = at::empty({0}, input.options());
+  std::get<2>(r) = at::empty({0}, input.options());
+  return r;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> batch_norm_with_update(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, double momentum, double eps) {
+  auto [y, mean, invstd] = at::native_batch_norm(input, weight, bias, running_mean, running_var, true, momentum, eps);
+  return {y, mean.to(input.scalar_type()), invstd.to(input.scalar_type()),
+          at::empty({0}, input.options().dtype(at::kByte))};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_new(
+    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& weight,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double eps,
+    std::array<bool, 3> output_mask, const at::Tensor& reserve) {
+  return at::native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_var, update,
+                                        eps, output_mask);
+}
+
+at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  auto shape = at::infer_size(self.sizes(), mask.sizes());
+  if (shape.empty()) shape.push_back(1);  // 0-d: select from a 1-element vector
+  c10::List<std::optional<at::Tensor>> idx;
+  idx.push_back(mask.expand(shape));
+  return at::index(self.expand(shape), idx);
+}
+
+}  // namespace ttpu::aten

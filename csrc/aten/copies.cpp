@@ -1,0 +1,87 @@
+// Copies between tpu tensors, and between the host and a tpu tensor (any
+// view, any dtype: a copy converts and broadcasts on the device), and item().
+#include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "aten/native_kernels.h"
+
+namespace ttpu::aten {
+
+namespace {
+
+void copy_into(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.numel() == 0) return;
+  // Lazy conj/neg bits (fft results, x.conj()): copy the stored values, then
+  // apply the pending conjugation/negation to the destination. (resolve_conj
+  // itself copies, so calling it here would recurse.)
+  if (src.is_conj()) {
+    copy_into(dst, src.conj());
+    if (dst.is_complex()) dst.conj_physical_();
+    return;
+  }
+  if (src.is_neg()) {
+    copy_into(dst, src._neg_view());
+    dst.neg_();
+    return;
+  }
+  if (dst.is_privateuseone()) {
+    c10::DeviceGuard guard(dst.device());
+    int dev = device_index(dst);
+    TensorType to{elem_of(dst.scalar_type()), dst.sizes().vec()};
+    BufferPtr value;
+    if (src.is_privateuseone()) {
+      value = read(src);
+      if (device_index(src) != dev) value = runtime::client().copy_to_device(*value, dev);
+      value = runtime::convert_broadcast(value, to, dev);
+    } else {
+      at::Tensor host = src.to(at::kCPU).to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+      value = runtime::upload(host.data_ptr(), to, dev);
+    }
+    write(dst, value);
+    return;
+  }
+  // device -> host
+  BufferPtr value = read(src);
+  at::Tensor host = at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
+  if (src.numel() > 0) runtime::download(*value, host.data_ptr());
+  dst.copy_(host);
+}
+
+}  // namespace
+
+at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
+  TORCH_CHECK(self.defined() && src.defined(), "copy_: tensors must be defined");
+  try {
+    copy_into(self, src);
+  } catch (...) {
+    rethrow_as_torch_error("copy_ (" + describe(src) + " -> " + describe(self) + ")");
+  }
+  return self;
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  at::Tensor d = dst;
+  copy_(d, self, non_blocking);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  at::native::resize_output(dst, self.sizes());
+  at::Tensor d = dst;
+  copy_(d, self, false);
+  return dst;
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  at::Tensor host = at::empty({}, at::TensorOptions().dtype(self.scalar_type()));
+  try {
+    BufferPtr v = read(self);
+    runtime::download(*v, host.data_ptr());
+  } catch (...) {
+    rethrow_as_torch_error("item() of " + describe(self));
+  }
+  return host.item();
+}
+
+}  // namespace ttpu::aten

@@ -1,0 +1,444 @@
+// The table kernel (table_kernel.h): device checks, one marshalling pass,
+// then run (Strict, Debug) or record (DeferAndFuse); result types from
+// PyTorch's meta functions; results delivered or written through views.
+#include "aten/table_kernel.h"
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "runtime/checks.h"
+
+namespace ttpu::aten {
+
+namespace {
+
+// Runs the op on zero-filled CPU twins of the tpu tensors (same sizes and
+// strides) so that CPU's own checks raise their error; the CPU result is
+// discarded. For error paths only: it allocates the real sizes.
+void run_on_cpu_twins(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+  auto twin = [](const at::Tensor& t) {
+    if (!t.defined() || !t.is_privateuseone()) return t;
+    int64_t extent = static_cast<int64_t>(
+        at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.dtype().itemsize(), t.storage_offset()) /
+        t.dtype().itemsize());
+    return at::zeros({extent}, t.options().device(at::kCPU)).as_strided(t.sizes(), t.strides(), t.storage_offset());
+  };
+  torch::jit::Stack cpu;
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) {
+      cpu.emplace_back(twin(v.toTensor()));
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> l;
+      for (const at::Tensor& t : v.toTensorVector()) l.push_back(twin(t));
+      cpu.emplace_back(l);
+    } else if (v.isList() && !v.isIntList() && !v.isDoubleList() && !v.isBoolList()) {
+      c10::List<std::optional<at::Tensor>> l;
+      for (const c10::IValue& e : v.toListRef()) {
+        if (absent(e)) l.push_back(std::nullopt);
+        else l.push_back(twin(e.toTensor()));
+      }
+      cpu.emplace_back(l);
+    } else {
+      cpu.push_back(v);
+    }
+  }
+  op.callBoxed(cpu);  // throws CPU's error; the CPU result is discarded
+}
+
+// The trailing results that are device-side check flags go to the runtime,
+// which reads them at the next sync point (at once in Debug mode).
+void take_checks(const c10::OperatorHandle& op, std::vector<BufferPtr>& outputs,
+                 const std::vector<ops::CheckSpec>& checks) {
+  if (checks.empty()) return;
+  const size_t first = outputs.size() - checks.size();
+  std::string name = op.schema().operator_name().name;
+  const std::string& overload = op.schema().operator_name().overload_name;
+  if (!overload.empty()) name += "." + overload;
+  std::vector<BufferPtr> flags(outputs.begin() + first, outputs.end());
+  outputs.resize(first);
+  for (size_t k = 0; k < checks.size(); ++k) runtime::add_check(flags[k], checks[k], name);
+}
+
+// Debug mode: wait for this op, so a runtime failure is reported here, and
+// optionally reject NaN/Inf results.
+void debug_check(const c10::OperatorHandle& op, const std::vector<BufferPtr>& outputs,
+                 const std::vector<bool>& present) {
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    runtime::client().await_ready(*outputs[k]);
+    if (!runtime::debug_nans() || (k < present.size() && !present[k])) continue;
+    ElemType e = outputs[k]->type().elem;
+    if (!shlo::is_float(e) || outputs[k]->type().numel() == 0) continue;
+    at::Tensor host = at::empty(outputs[k]->type().dims, at::TensorOptions().dtype(scalar_type_of(e)));
+    runtime::download(*outputs[k], host.data_ptr());
+    TORCH_CHECK(host.isfinite().all().item<bool>(), "torch_tpu (TORCH_TPU_DEBUG_NANS): result ", k, " of ",
+                op.schema().operator_name(), " contains NaN or Inf");
+  }
+}
+
+void store(const at::Tensor& target, const BufferPtr& value) {
+  const TensorType& vt = value->type();
+  if (!target.sizes().equals(vt.dims)) at::native::resize_output(target, vt.dims);
+  if (target.numel() == 0) return;
+  if (elem_of(target.scalar_type()) == vt.elem) {
+    write(target, value);
+  } else {
+    write(target, runtime::convert_broadcast(value, type_of(target), value->device()));
+  }
+}
+
+// CPU's TensorIterator error for a result written into a tensor of a dtype
+// it cannot be cast to (out= and in-place; meta functions do not check).
+void check_castable(at::ScalarType result, at::ScalarType into) {
+  TORCH_CHECK(at::canCast(result, into), "result type ", result, " can't be cast to the desired output type ", into);
+}
+
+}  // namespace
+
+void TableKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  std::call_once(planned_, [&] {
+    plan_ = make_plan(op.schema());
+    cpu_check_ = cpu_kernel_check(op.schema().name().substr(op.schema().name().find("::") + 2));
+    if (plan_.variant == Variant::Out) {
+      functional_ = functional_sibling(op.schema(), plan_);
+      if (functional_) functional_plan_ = make_plan(functional_->schema());
+    } else if (plan_.variant == Variant::Inplace) {
+      inplace_functional_ = inplace_sibling(op.schema());
+      if (inplace_functional_) inplace_functional_plan_ = make_plan(inplace_functional_->schema());
+    }
+  });
+  try {
+    run(op, stack);
+  } catch (...) {
+    rethrow_as_torch_error(op.schema().operator_name().name + "." + op.schema().operator_name().overload_name +
+                           " (" + describe_args(*stack, plan_.args.size()) + ")");
+  }
+}
+
+void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t n = plan_.args.size();
+  std::vector<c10::IValue> args(stack->end() - n, stack->end());
+  // CPU's kernel checks, before its shape checks (bool - float of
+  // mismatched shapes raises the bool error) and on every call (they may
+  // read Scalar values, which are not part of the executable's key).
+  if (cpu_check_) cpu_check_(args);
+
+  // The device: the first tpu tensor, and every other tpu tensor must agree.
+  int dev = -1;
+  auto see = [&](const at::Tensor& t) {
+    if (!t.defined() || !t.is_privateuseone()) return;
+    int d = device_index(t);
+    if (dev < 0) dev = d;
+    TORCH_CHECK(d == dev, "Expected all tensors to be on the same device, but found at least two devices, tpu:", dev,
+                " and tpu:", d, "!");
+  };
+  for (const auto& v : args) {
+    if (v.isTensor()) see(v.toTensor());
+    else if (v.isTensorList()) for (const at::Tensor& t : v.toTensorVector()) see(t);
+  }
+  if (dev < 0) dev = current_device();
+  // An out= tensor on the host: the error CUDA gives (the meta function
+  // would otherwise fail on a meta -> cpu copy).
+  for (size_t i = 0; i < n; ++i) {
+    if (!plan_.args[i].is_out || !args[i].isTensor()) continue;
+    const at::Tensor& o = args[i].toTensor();
+    TORCH_CHECK(!o.defined() || o.is_privateuseone(),
+                "Expected all tensors to be on the same device, but found at least two devices, tpu:", dev, " and ",
+                o.device(), "!");
+  }
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(dev)));
+
+  if (plan_.variant != Variant::Functional) check_overlapping_writes(op, args);
+
+  // One Marshalled per thread is reused, so the hot path allocates no
+  // argument vectors; an op dispatched while it is in use gets its own.
+  thread_local Marshalled reused;
+  thread_local bool reused_busy = false;
+  std::optional<Marshalled> own;
+  Marshalled& m = reused_busy ? own.emplace() : reused;
+  struct Release {
+    Marshalled& m;
+    bool reused;
+    ~Release() {
+      m.inputs.clear();  // holds buffers alive otherwise
+      if (reused) reused_busy = false;
+    }
+  } release{m, !reused_busy};
+  reused_busy = true;
+  marshal(plan_, *lowering_, op.schema().operator_name(), args, dev, m);
+
+  if (runtime::mode() == runtime::Mode::DeferAndFuse) {
+    record(op, args, m, dev, stack);
+    return;
+  }
+
+  auto compiled = runtime::get_or_compile(m.key, [&] { return build(op, args, m); });
+
+  std::vector<pjrt::Buffer*> raw;
+  raw.reserve(m.inputs.size());
+  for (auto& b : m.inputs) raw.push_back(b.get());
+  std::vector<BufferPtr> outputs = runtime::execute(*compiled, raw, dev);
+  take_checks(op, outputs, compiled->checks);
+  if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, compiled->output_present);
+
+  torch::jit::drop(*stack, n);
+  deliver(args, outputs, compiled->output_present, stack);
+}
+
+// DeferAndFuse: record the op into the pending graph; its results are
+// pending buffers that materialise at the next sync point.
+void TableKernel::record(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
+                         torch::jit::Stack* stack) {
+  std::shared_ptr<const Signature> sig;
+  {
+    std::lock_guard<std::mutex> lock(signatures_mutex_);
+    auto it = signatures_.find(m.key);
+    if (it != signatures_.end()) sig = it->second;
+  }
+  if (!sig) {
+    // First time for this key: build once to learn (and check) the result types.
+    build(op, args, m, &sig);
+    std::lock_guard<std::mutex> lock(signatures_mutex_);
+    signatures_.emplace(m.key, sig);
+  }
+  runtime::EmitFn fn = [this, sig](shlo::Builder& b, const std::vector<shlo::Value>& ins) {
+    return emit(b, ins, *sig, /*known=*/true).results;
+  };
+  std::vector<TensorType> types = sig->outs;
+  types.resize(types.size() + sig->checks.size(), TensorType{ElemType::S64, {}});
+  std::vector<BufferPtr> outputs = runtime::record(dev, lowering_->name + std::string("|") + m.key, m.inputs, types,
+                                                   std::move(fn));
+  take_checks(op, outputs, sig->checks);
+  torch::jit::drop(*stack, plan_.args.size());
+  deliver(args, outputs, sig->present, stack);
+}
+
+// What the lowering needs beyond the marshalled arguments, on a cache miss:
+// result types from PyTorch's meta function (unless the lowering infers
+// them), the common dtype, and the write-back targets' types.
+TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                                           Marshalled& m) {
+  Signature sig;
+  sig.args = std::move(m.args);
+  sig.takes = std::move(m.takes);
+  sig.rng = m.rng;
+  sig.precision = m.precision;
+  if (!lowering_->infer) {
+    try {
+      sig.outs = meta_outputs(op, args, plan_, sig.present);
+    } catch (...) {  // c10::Error, or a Python meta function's exception
+      check_out_casts(args);  // CPU's message where the out= dtype is the problem
+      throw;
+    }
+    compute_in_result_dtype(args, sig.outs);
+    check_inplace_cast(args);
+  }
+  sig.common = (lowering_->flags & ops::kNoPromotion) ? ElemType::F32 : common_dtype(args, plan_);
+  for (int j : lowering_->writeback_args) {
+    const c10::IValue& target = args.at(j);
+    sig.writeback_types.push_back(target.isTensor() && target.toTensor().defined()
+                                      ? std::optional<TensorType>(type_of(target.toTensor()))
+                                      : std::nullopt);
+  }
+  return sig;
+}
+
+runtime::BuiltModule TableKernel::build(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                                        Marshalled& m, std::shared_ptr<const Signature>* keep) {
+  std::vector<TensorType> in_types;
+  for (const auto& in : m.inputs) in_types.push_back(in->type());
+  Signature sig = derive(op, args, m);
+  shlo::Builder b;
+  std::vector<shlo::Value> ins;
+  for (const auto& t : in_types) ins.push_back(b.arg(t));
+  Emitted e;
+  try {
+    e = emit(b, ins, sig, /*known=*/false);
+  } catch (const shlo::ElementTypeError& why) {
+    // The lowering met a dtype its StableHLO ops do not take. CPU either
+    // refuses it too (abs of bool: NotImplementedError) and we raise CPU's
+    // error, or computes it and we say the lowering is missing. Only on
+    // this error path, once per signature.
+    run_on_cpu_twins(op, args);
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: no lowering of ", op.schema().operator_name().name,
+                                " for these dtypes (", why.what(), "); TORCH_TPU_CPU_FALLBACK=1 runs such ops on CPU");
+  }
+  if (keep) {
+    const size_t declared = e.outs.size() - e.checks.size();
+    sig.outs.assign(e.outs.begin(), e.outs.begin() + declared);
+    sig.present.assign(e.present.begin(), e.present.begin() + declared);
+    sig.checks = e.checks;
+    sig.writeback_types.clear();
+    *keep = std::make_shared<const Signature>(std::move(sig));
+  }
+  return runtime::BuiltModule{b.module(e.results), e.outs, {}, e.present, e.checks};
+}
+
+// Runs the lowering on `in_values` (one per runtime input, in marshalling
+// order). `known`: the signature's result types are complete (a replay of a
+// recorded op); otherwise they come from derive() or the lowering's own
+// inference, and write-backs and checks are appended here.
+TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo::Value>& in_values,
+                                       const Signature& sig, bool known) const {
+  std::vector<ops::Arg> largs = sig.args;
+  std::optional<shlo::Value> rng = bind(largs, sig.takes, sig.rng, in_values);
+  const size_t writebacks = lowering_->writeback_args.size();
+  std::vector<TensorType> outs = sig.outs;
+  std::vector<bool> present = sig.present;
+  if (known) {
+    outs.resize(outs.size() - writebacks);
+    present.resize(present.size() - writebacks);
+  }
+  ops::LowerCtx ctx{b, largs, outs, present, sig.common, sig.precision, {}};
+  if (rng) ctx.rng.push_back(*rng);
+  if (lowering_->infer && !known) {
+    outs = lowering_->infer(ctx);
+    present = ctx.present;
+    ctx.outs = outs;
+  }
+  std::vector<shlo::Value> results = lowering_->fn(ctx);
+  TORCH_CHECK(results.size() == outs.size() + writebacks, "torch_tpu internal error: lowering '", lowering_->name,
+              "' returned ", results.size(), " results, expected ", outs.size() + writebacks);
+  const size_t declared = outs.size();
+  for (size_t j = 0; j < writebacks; ++j) {
+    if (known) {
+      outs.push_back(sig.outs[declared + j]);
+    } else {
+      const std::optional<TensorType>& wt = sig.writeback_types[j];
+      outs.push_back(wt ? *wt : results[declared + j].type);
+    }
+    present.push_back(true);
+  }
+  if (present.size() < outs.size()) present.resize(outs.size(), true);
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (k < present.size() && !present[k]) {
+      results[k] = b.constant(0, outs[k].elem, outs[k].dims);
+      continue;
+    }
+    results[k] = b.convert(results[k], outs[k].elem);
+    if (results[k].type.dims != outs[k].dims) {
+      TORCH_CHECK(results[k].type.numel() == outs[k].numel(), "torch_tpu internal error: lowering '",
+                  lowering_->name, "' produced ", results[k].type.str(), ", expected ", outs[k].str());
+      results[k] = b.reshape(results[k], outs[k].dims);
+    }
+  }
+  std::vector<ops::CheckSpec> specs;
+  for (const ops::Check& ch : ctx.checks) {
+    results.push_back(ch.bad);
+    outs.push_back(ch.bad.type);
+    present.push_back(true);
+    specs.push_back(ch.spec);
+  }
+  return Emitted{results, outs, present, specs};
+}
+
+// Result dtypes of the functional sibling of an out= overload; empty when
+// there is none or its meta function refuses the arguments.
+std::vector<at::ScalarType> TableKernel::functional_dtypes(const std::vector<c10::IValue>& args) {
+  std::vector<at::ScalarType> dtypes;
+  if (!functional_) return dtypes;
+  std::vector<c10::IValue> fargs;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!plan_.args[i].is_out) fargs.push_back(args[i]);
+  std::vector<bool> present;
+  std::vector<TensorType> fouts;
+  try {
+    fouts = meta_outputs(*functional_, fargs, functional_plan_, present);
+  } catch (...) {
+    return dtypes;
+  }
+  for (const TensorType& t : fouts) dtypes.push_back(scalar_type_of(t.elem));
+  return dtypes;
+}
+
+// An in-place op whose functional result cannot be cast back into self
+// (int32.mul_(1.1): Float into Int).
+void TableKernel::check_inplace_cast(const std::vector<c10::IValue>& args) {
+  if (!inplace_functional_ || args.empty() || !args[0].isTensor()) return;
+  std::vector<bool> present;
+  std::vector<TensorType> fouts;
+  try {
+    fouts = meta_outputs(*inplace_functional_, args, inplace_functional_plan_, present);
+  } catch (...) {
+    return;  // the in-place meta function already accepted the arguments
+  }
+  if (!fouts.empty()) check_castable(scalar_type_of(fouts[0].elem), args[0].toTensor().scalar_type());
+}
+
+// out= of a dtype the result cannot be cast to.
+void TableKernel::check_out_casts(const std::vector<c10::IValue>& args) {
+  std::vector<at::ScalarType> dtypes = functional_dtypes(args);
+  std::vector<at::Tensor> outs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!plan_.args[i].is_out) continue;
+    if (args[i].isTensor()) outs.push_back(args[i].toTensor());
+    else if (args[i].isTensorList()) for (const at::Tensor& t : args[i].toTensorVector()) outs.push_back(t);
+  }
+  for (size_t k = 0; k < dtypes.size() && k < outs.size(); ++k)
+    if (outs[k].defined()) check_castable(dtypes[k], outs[k].scalar_type());
+}
+
+// out= of another dtype than the op's result (add(f16, f16, out=f64)): CPU
+// computes in the result dtype (33000 + 33000 overflows to inf in f16) and
+// then casts into out, so the lowering produces the functional result type
+// and store() converts.
+void TableKernel::compute_in_result_dtype(const std::vector<c10::IValue>& args, std::vector<TensorType>& outs) {
+  if (!functional_) return;
+  std::vector<at::ScalarType> dtypes = functional_dtypes(args);
+  if (dtypes.size() != outs.size()) return;
+  for (size_t k = 0; k < outs.size(); ++k) outs[k].elem = elem_of(dtypes[k]);
+}
+
+// A write into a tensor whose elements share memory (an expanded view):
+// CPU refuses it in some ops (add_ on `arange(3).expand(4, 3)`) and not in
+// others (index_put_), and meta functions do not check. So the op runs once
+// on zero-filled CPU twins with the same sizes and strides, and raises
+// where CPU raises. Only reached for such tensors, never on the hot path.
+void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
+                                           const std::vector<c10::IValue>& args) const {
+  bool overlapping = false;
+  for (size_t i = 0; i < args.size() && !overlapping; ++i) {
+    if (!plan_.args[i].is_mutated || !args[i].isTensor()) continue;
+    const at::Tensor& t = args[i].toTensor();
+    overlapping =
+        t.defined() && !t.is_non_overlapping_and_dense() && at::has_internal_overlap(t) == at::MemOverlap::Yes;
+  }
+  if (!overlapping) return;
+  run_on_cpu_twins(op, args);
+}
+
+void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,
+                          const std::vector<bool>& present, torch::jit::Stack* stack) const {
+  // Undeclared updates (running stats) come last.
+  for (size_t j = lowering_->writeback_args.size(); j > 0; --j) {
+    const c10::IValue& target = args.at(lowering_->writeback_args[j - 1]);
+    if (target.isTensor() && target.toTensor().defined()) store(target.toTensor(), outputs.back());
+    outputs.pop_back();
+  }
+  if (plan_.variant == Variant::Functional) {
+    std::vector<at::Tensor> ts;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      bool real = k >= present.size() || present[k];
+      ts.push_back(real ? wrap(outputs[k], scalar_type_of(outputs[k]->type().elem)) : at::Tensor());
+    }
+    if (plan_.returns_list) {
+      stack->emplace_back(ts);
+    } else {
+      for (auto& t : ts) stack->emplace_back(std::move(t));
+    }
+    return;
+  }
+  size_t k = 0;
+  std::vector<c10::IValue> written;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!plan_.args[i].is_mutated) continue;
+    const c10::IValue& v = args[i];
+    std::vector<at::Tensor> targets = v.isTensor() ? std::vector<at::Tensor>{v.toTensor()} : v.toTensorVector();
+    for (const at::Tensor& t : targets) store(t, outputs.at(k++));
+    written.push_back(v);
+  }
+  if (plan_.num_returns == 0) return;
+  for (auto& w : written) stack->push_back(w);
+}
+
+}  // namespace ttpu::aten

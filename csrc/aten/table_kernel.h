@@ -1,0 +1,80 @@
+// The table kernel: one boxed kernel serves every lowering of the table and
+// its functional, in-place and out= variants, in every eager mode. It checks
+// devices, marshals the arguments in one pass (marshal.h), then runs the op's
+// executable (Strict, Debug) or records it into the pending graph
+// (DeferAndFuse), and delivers results or writes them through views.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include "aten/common.h"
+#include "aten/marshal.h"
+#include "runtime/deferred.h"
+
+namespace ttpu::aten {
+
+class TableKernel final : public c10::OperatorKernel {
+ public:
+  explicit TableKernel(const ops::Lowering* lowering) : lowering_(lowering) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+
+ private:
+  // What an executable's key determines, learnt at its first call: the
+  // lowering's arguments (attributes; values bound per build), the common
+  // dtype and the result types. Holds no tensor, so a recorded graph keeps
+  // no user tensor alive.
+  struct Signature {
+    std::vector<ops::Arg> args;
+    std::vector<uint16_t> takes;
+    bool rng = false;
+    ops::MatmulPrecision precision = ops::MatmulPrecision::Highest;
+    ElemType common = ElemType::F32;
+    std::vector<TensorType> outs;  // declared results, then write-backs (no check flags)
+    std::vector<bool> present;
+    std::vector<ops::CheckSpec> checks;
+    std::vector<std::optional<TensorType>> writeback_types;  // first build only: the targets' types
+  };
+  struct Emitted {
+    std::vector<shlo::Value> results;  // declared results, write-backs, then check flags
+    std::vector<TensorType> outs;
+    std::vector<bool> present;
+    std::vector<ops::CheckSpec> checks;
+  };
+
+  void run(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+  void record(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
+              torch::jit::Stack* stack);
+  Signature derive(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m);
+  runtime::BuiltModule build(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m,
+                             std::shared_ptr<const Signature>* keep = nullptr);
+  Emitted emit(shlo::Builder& b, const std::vector<shlo::Value>& in_values, const Signature& sig, bool known) const;
+  void deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs, const std::vector<bool>& present,
+               torch::jit::Stack* stack) const;
+
+  // out= and in-place result dtypes, checked the way CPU's TensorIterator does.
+  std::vector<at::ScalarType> functional_dtypes(const std::vector<c10::IValue>& args);
+  void check_inplace_cast(const std::vector<c10::IValue>& args);
+  void check_out_casts(const std::vector<c10::IValue>& args);
+  void compute_in_result_dtype(const std::vector<c10::IValue>& args, std::vector<TensorType>& outs);
+  void check_overlapping_writes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
+
+  const ops::Lowering* lowering_;
+  std::once_flag planned_;
+  OpPlan plan_;
+  CpuCheck cpu_check_ = nullptr;                            // cpu_checks.cpp
+  std::optional<c10::OperatorHandle> inplace_functional_;  // mul.Tensor for mul_.Tensor
+  OpPlan inplace_functional_plan_;
+  std::optional<c10::OperatorHandle> functional_;  // out= overloads: the functional one
+  OpPlan functional_plan_;
+  std::mutex signatures_mutex_;  // DeferAndFuse: signatures by key
+  std::unordered_map<std::string, std::shared_ptr<const Signature>> signatures_;
+};
+
+}  // namespace ttpu::aten
