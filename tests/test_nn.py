@@ -44,6 +44,39 @@ def test_embedding_scale_grad_by_freq():
     check(lambda w, i: F.embedding(i, w, scale_grad_by_freq=True), weight, idx)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_bag_forward_backward(mode, padding_idx):
+    # the backward lowering reads _embedding_bag_dense_backward's arguments by name
+    weight = leaf((8, 5))
+    idx = torch.tensor([1, 3, 3, 7, 0, 2, 5, 3, 6])
+    offsets = torch.tensor([0, 2, 2, 6])  # an empty bag too
+    check(lambda w, i, o: F.embedding_bag(i, w, o, mode=mode, padding_idx=padding_idx), weight, idx, offsets)
+
+
+@pytest.mark.parametrize("scale_grad_by_freq", [False, True])
+def test_embedding_bag_per_sample_weights(scale_grad_by_freq):
+    weight, psw = leaf((8, 5)), leaf((9,), seed=3)
+    idx = torch.tensor([1, 3, 3, 7, 0, 2, 5, 3, 6])
+    offsets = torch.tensor([0, 4, 6])
+    check(lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p, padding_idx=3,
+                                             scale_grad_by_freq=scale_grad_by_freq), weight, idx, offsets, psw)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_forward_backward(affine):
+    w = leaf((6,), seed=1) if affine else None
+    b = leaf((6,), seed=2) if affine else None
+    check(lambda x, w, b: F.group_norm(x, 3, w, b, eps=1e-5), leaf((2, 6, 4, 3)), w, b)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_forward_backward(training):
+    rm, rv = make_tensor((4,), torch.float32, seed=5), make_tensor((4,), torch.float32, seed=6).abs() + 0.5
+    check(lambda x, w, b, rm, rv: (F.batch_norm(x, rm, rv, w, b, training=training, momentum=0.3), rm, rv),
+          leaf((3, 4, 5)), leaf((4,), seed=1), leaf((4,), seed=2), rm, rv)
+
+
 @pytest.mark.parametrize("fn", [torch.tril, torch.triu])
 @pytest.mark.parametrize("k", [-1, 0, 2])
 def test_tril_triu(fn, k):

@@ -93,6 +93,8 @@ bool shallow_copy_fix();
 
 // Names in the lowering table that match no ATen op overload in this torch.
 std::vector<std::string>& unresolved_lowerings();
+// (overload, lowering name) for every overload the table registered.
+std::vector<std::pair<std::string, std::string>>& registered_lowerings();
 
 // Calls of ops that ran through the explicit host path (linalg decompositions, FFT), by overload.
 std::map<std::string, int64_t> host_op_counts();

@@ -451,6 +451,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("reset_peak_memory_stats", [](int device) { aten::reset_peak(device); });
   m.def("mem_get_info", [](int device) { return aten::memory_info(device); });
   m.def("_unresolved_lowerings", [] { return aten::unresolved_lowerings(); });
+  m.def("_registered_lowerings", [] { return aten::registered_lowerings(); });
   // Which platform-specific lowerings are chosen ("portable", "cpu", "cuda", "tpu"); tests switch it.
   m.def("_lowering_target", [] {
     const char* names[] = {"portable", "cpu", "cuda", "tpu"};

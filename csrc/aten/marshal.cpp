@@ -102,7 +102,10 @@ TensorType meta_type(const at::Tensor& t) {
 
 OpPlan make_plan(const c10::FunctionSchema& schema) {
   OpPlan p;
-  for (const auto& a : schema.arguments()) p.args.push_back(classify(a));
+  for (const auto& a : schema.arguments()) {
+    p.args.push_back(classify(a));
+    p.names.push_back(a.name());
+  }
   for (const auto& a : p.args) {
     if (a.is_out) p.variant = Variant::Out;
     else if (a.is_mutated && p.variant != Variant::Out) p.variant = Variant::Inplace;

@@ -27,6 +27,7 @@ enum class Variant { Functional, Inplace, Out };
 
 struct OpPlan {
   std::vector<ArgInfo> args;
+  std::vector<std::string> names;  // the schema's argument names (LowerCtx::names)
   Variant variant = Variant::Functional;
   size_t num_returns = 0;
   bool returns_list = false;

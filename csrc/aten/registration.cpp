@@ -8,6 +8,9 @@
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <unordered_map>
+
 #include "aten/native_kernels.h"
 #include "aten/table_kernel.h"
 
@@ -19,6 +22,76 @@ std::vector<std::string>& unresolved_lowerings() {
   static std::vector<std::string> names;
   return names;
 }
+
+std::vector<std::pair<std::string, std::string>>& registered_lowerings() {
+  static std::vector<std::pair<std::string, std::string>> ops;
+  return ops;
+}
+
+namespace {
+
+// A table name "op.overload+" is the functional overload with the in-place
+// and out= variants PyTorch derives from it: "op_.overload", and the
+// overload of "op" whose schema is the functional one plus out= arguments
+// (add.Tensor -> add.out, eq.Scalar -> eq.Scalar_out, div.Tensor_mode ->
+// div.out_mode; torchgen pairs them by the same rule). Only variants that
+// exist are returned; none at all is reported as unresolved.
+std::vector<std::string> with_variants(const std::string& functional) {
+  static const auto overloads = [] {
+    std::unordered_map<std::string, std::vector<std::string>> by_name;
+    for (const auto& op : c10::Dispatcher::singleton().getAllOpNames()) by_name[op.name].push_back(op.overload_name);
+    return by_name;
+  }();
+  auto& dispatcher = c10::Dispatcher::singleton();
+  auto dot = functional.find('.');
+  std::string base = functional.substr(0, dot), overload = dot == std::string::npos ? "" : functional.substr(dot + 1);
+  auto handle = dispatcher.findSchema({"aten::" + base, overload});
+  if (!handle) return {};
+  const auto& args = handle->schema().arguments();
+  auto same_inputs = [&](const c10::FunctionSchema& s, bool out) {
+    size_t n = 0;
+    for (const auto& a : s.arguments()) {
+      if (out && a.is_out()) continue;
+      if (n >= args.size() || a.name() != args[n].name() || a.type()->str() != args[n].type()->str()) return false;
+      ++n;
+    }
+    return n == args.size();
+  };
+  std::vector<std::string> found;
+  auto inplace = dispatcher.findSchema({"aten::" + base + "_", overload});
+  if (inplace && same_inputs(inplace->schema(), false)) found.push_back(base + "_" + (overload.empty() ? "" : "." + overload));
+  auto it = overloads.find("aten::" + base);
+  if (it != overloads.end()) {
+    for (const auto& o : it->second) {
+      auto h = dispatcher.findSchema({"aten::" + base, o});
+      if (h && h->schema().is_mutable() && !o.empty() && o != overload && same_inputs(h->schema(), true) &&
+          std::any_of(h->schema().arguments().begin(), h->schema().arguments().end(),
+                      [](const c10::Argument& a) { return a.is_out(); }))
+        found.push_back(base + "." + o);
+    }
+  }
+  return found;
+}
+
+// The overload names a table entry stands for, "+" entries expanded.
+std::vector<std::string> overload_names(const ops::Lowering& lowering) {
+  std::vector<std::string> names;
+  for (const char* name : lowering.aten_ops) {
+    std::string full(name);
+    if (full.empty() || full.back() != '+') {
+      names.push_back(full);
+      continue;
+    }
+    full.pop_back();
+    auto variants = with_variants(full);
+    if (variants.empty()) unresolved_lowerings().push_back(full + "+ (no in-place or out= variant)");
+    names.push_back(full);
+    names.insert(names.end(), variants.begin(), variants.end());
+  }
+  return names;
+}
+
+}  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
@@ -67,8 +140,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   c10::WarningUtils::WarningHandlerGuard quiet_guard(&quiet);
   auto& dispatcher = c10::Dispatcher::singleton();
   for (const auto& lowering : ops::lowering_table()) {
-    for (const char* name : lowering.aten_ops) {
-      std::string full(name);
+    for (const std::string& full : overload_names(lowering)) {
+      const char* name = full.c_str();
       auto dot = full.find('.');
       std::string base = "aten::" + full.substr(0, dot);
       std::string overload = dot == std::string::npos ? "" : full.substr(dot + 1);
@@ -80,6 +153,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       // A device kernel for a CompositeImplicitAutograd op would replace its
       // decomposition and with it autograd: those keep decomposing.
       if (handle->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) continue;
+      registered_lowerings().emplace_back(full, lowering.name);
       if (std::string(lowering.name) == "index" || std::string(lowering.name) == "index_put") {
         m.impl(name, torch::CppFunction::makeFromBoxedFunctor(std::make_unique<MaskExpandingKernel>(&lowering)));
         continue;

@@ -220,6 +220,7 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
                                            Marshalled& m) {
   Signature sig;
   sig.args = std::move(m.args);
+  sig.names = &plan_.names;
   sig.takes = std::move(m.takes);
   sig.rng = m.rng;
   sig.precision = m.precision;
@@ -290,6 +291,7 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
     present.resize(present.size() - writebacks);
   }
   ops::LowerCtx ctx{b, largs, outs, present, sig.common, sig.precision, {}};
+  ctx.names = sig.names;
   if (rng) ctx.rng.push_back(*rng);
   if (lowering_->infer && !known) {
     outs = lowering_->infer(ctx);

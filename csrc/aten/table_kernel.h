@@ -32,6 +32,7 @@ class TableKernel final : public c10::OperatorKernel {
   // no user tensor alive.
   struct Signature {
     std::vector<ops::Arg> args;
+    const std::vector<std::string>* names = nullptr;  // the plan's: the kernel outlives its signatures
     std::vector<uint16_t> takes;
     bool rng = false;
     ops::MatmulPrecision precision = ops::MatmulPrecision::Highest;

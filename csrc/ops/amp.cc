@@ -3,6 +3,7 @@
 // update never read a value back to the host. Semantics are CPU's kernels'
 // (aten/src/ATen/native/cpu/AmpGradScalerKernels.cpp), checked against them
 // in tests/test_amp.py.
+
 #include "ops/lowering.h"
 
 namespace ttpu::ops {

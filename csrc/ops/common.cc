@@ -16,6 +16,14 @@ static const Arg& arg_at(const std::vector<Arg>& args, size_t i) {
   return args[i];
 }
 
+size_t LowerCtx::at(std::string_view name) const {
+  if (names)
+    for (size_t k = 0; k < names->size(); ++k)
+      if ((*names)[k] == name) return k;
+  throw std::logic_error("torch_tpu internal error: a lowering reads argument '" + std::string(name) +
+                         "', which this overload's schema does not have");
+}
+
 const Value& LowerCtx::t(size_t i) const {
   const Arg& a = arg_at(args, i);
   if ((a.kind != Arg::Tensor && a.kind != Arg::Scalar) || a.values.empty())
@@ -309,19 +317,21 @@ Value scatter_view(Builder& b, const Value& base, const Value& value, const View
 const std::vector<Lowering>& lowering_table() {
   static const std::vector<Lowering> table = [] {
     std::vector<Lowering> t;
-    append_elementwise(t);
+    append_arithmetic(t);
+    append_unary(t);
+    append_activations(t);
     append_reductions(t);
-    append_matmul(t);
-    append_nn(t);
+    append_norms(t);
+    append_losses(t);
+    append_linalg(t);
     append_creation(t);
     append_shape(t);
     append_random(t);
-    append_index(t);
-    append_conv(t);
+    append_indexing(t);
+    append_embedding(t);
+    append_convolution(t);
+    append_pooling(t);
     append_sort_scan(t);
-    append_math(t);
-    append_pool(t);
-    append_masked(t);
     append_special(t);
     append_amp(t);
     append_rnn(t);

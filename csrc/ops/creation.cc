@@ -1,11 +1,14 @@
 // Tensor creation and filling: fill_, zero_, arange, linspace, eye,
 // tril/triu_indices.
 // Start/end/step are runtime scalars, so a new range reuses the executable.
+
 #include "ops/lowering.h"
 
 namespace ttpu::ops {
 
 namespace {
+
+using shlo::Compare;
 
 std::vector<Value> fill(LowerCtx& c) {
   return {broadcast_convert(c.b, c.t(1), c.out())};
@@ -104,6 +107,7 @@ std::vector<Value> triangle_indices(LowerCtx& c, bool lower) {
 }
 
 std::vector<Value> tril_indices(LowerCtx& c) { return triangle_indices(c, true); }
+
 std::vector<Value> triu_indices(LowerCtx& c) { return triangle_indices(c, false); }
 
 }  // namespace

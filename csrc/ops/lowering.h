@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shlo/builder.h"
@@ -80,6 +81,11 @@ struct LowerCtx {
   void check_index(const Value& index, int64_t dim, int64_t size, bool index_error, bool allow_negative,
                    const std::string& prefix = "");
 
+  // The op's schema argument names, in the order of `args` (set by the aten
+  // layer once per registered overload). A lowering runs only when an
+  // executable is built, so reading an argument by name costs nothing per call.
+  const std::vector<std::string>* names = nullptr;
+
   const Value& t(size_t i) const;              // required tensor
   bool has(size_t i) const;                    // argument present (not None)
   const std::vector<Value>& list(size_t i) const;
@@ -92,6 +98,21 @@ struct LowerCtx {
   const std::string& str(size_t k) const;
   const TensorType& out(size_t k = 0) const { return outs.at(k); }
   bool wants(size_t k) const { return k < present.size() ? present[k] : true; }
+
+  // The same accessors by schema argument name, where a name reads better
+  // than a position (c.i("dim")) or one lowering serves overloads whose
+  // positions differ. An unknown name is an internal error naming it.
+  size_t at(std::string_view name) const;
+  const Value& t(std::string_view n) const { return t(at(n)); }
+  bool has(std::string_view n) const { return has(at(n)); }
+  const std::vector<Value>& list(std::string_view n) const { return list(at(n)); }
+  Value scalar(std::string_view n, ElemType as) const { return scalar(at(n), as); }
+  Value scalar_like(std::string_view n, const Value& like) const { return scalar_like(at(n), like); }
+  int64_t i(std::string_view n) const { return i(at(n)); }
+  double d(std::string_view n) const { return d(at(n)); }
+  bool flag(std::string_view n) const { return flag(at(n)); }
+  const std::vector<int64_t>& ints(std::string_view n) const { return ints(at(n)); }
+  const std::string& str(std::string_view n) const { return str(at(n)); }
 };
 
 using LowerFn = std::vector<Value> (*)(LowerCtx&);
@@ -117,7 +138,10 @@ using InferFn = std::vector<TensorType> (*)(LowerCtx&);
 struct Lowering {
   const char* name;                     // family name, for messages
   LowerFn fn;
-  std::vector<const char*> aten_ops;    // "add.Tensor", "add_.Tensor", "add.out", ...
+  // ATen overloads it serves: "mm", "max.dim", ...; "add.Tensor+" is the
+  // functional overload with the in-place and out= variants PyTorch derives
+  // from it (add_.Tensor, add.out), resolved at registration.
+  std::vector<const char*> aten_ops;
   unsigned flags = 0;
   InferFn infer = nullptr;              // null: PyTorch's meta function decides
   // Arguments the op updates although its schema does not say so (batch
@@ -129,20 +153,23 @@ struct Lowering {
 // All lowerings, gathered from the family files.
 const std::vector<Lowering>& lowering_table();
 
-// Family registrations (each family file defines one).
-void append_elementwise(std::vector<Lowering>& t);
+// Family registrations (each family file defines one; the table is assembled
+// in common.cc in this order).
+void append_arithmetic(std::vector<Lowering>& t);
+void append_unary(std::vector<Lowering>& t);
+void append_activations(std::vector<Lowering>& t);
 void append_reductions(std::vector<Lowering>& t);
-void append_matmul(std::vector<Lowering>& t);
-void append_nn(std::vector<Lowering>& t);
+void append_norms(std::vector<Lowering>& t);
+void append_losses(std::vector<Lowering>& t);
+void append_linalg(std::vector<Lowering>& t);
 void append_creation(std::vector<Lowering>& t);
 void append_shape(std::vector<Lowering>& t);
 void append_random(std::vector<Lowering>& t);
-void append_index(std::vector<Lowering>& t);
-void append_conv(std::vector<Lowering>& t);
+void append_indexing(std::vector<Lowering>& t);
+void append_embedding(std::vector<Lowering>& t);
+void append_convolution(std::vector<Lowering>& t);
+void append_pooling(std::vector<Lowering>& t);
 void append_sort_scan(std::vector<Lowering>& t);
-void append_math(std::vector<Lowering>& t);
-void append_pool(std::vector<Lowering>& t);
-void append_masked(std::vector<Lowering>& t);
 void append_special(std::vector<Lowering>& t);
 void append_amp(std::vector<Lowering>& t);
 void append_rnn(std::vector<Lowering>& t);

@@ -2,6 +2,7 @@
 // state (key, counter) is a runtime input, so seeding and advancing the
 // generator never recompiles. Values are reproducible for a given seed on
 // a given plugin; they are not PyTorch CPU's stream.
+
 #include <cmath>
 
 #include "ops/lowering.h"
@@ -9,6 +10,9 @@
 namespace ttpu::ops {
 
 namespace {
+
+using shlo::Compare;
+using shlo::Reducer;
 
 const Value& rng_state(LowerCtx& c, size_t gen_arg) { return c.list(gen_arg).at(0); }
 
@@ -246,7 +250,6 @@ std::vector<Value> native_dropout_backward(LowerCtx& c) {
   return {b.convert(b.mul(b.mul(g, m), b.constant(c.d(2), acc, g.type.dims)), c.out().elem)};
 }
 
-
 // multinomial(self, num_samples, replacement, generator): CPU's algorithms.
 // Without replacement (and for one sample): the k largest p / E with
 // E ~ Exp(1) (the exponential race). With replacement: inverse CDF, the
@@ -313,10 +316,9 @@ void append_random(std::vector<Lowering>& t) {
   t.push_back({"random_from", random_from, {"random_.from"}, kNoReadSelf});
   t.push_back({"random_to", random_to, {"random_.to"}, kNoReadSelf});
   t.push_back({"random", random_full, {"random_"}, kNoReadSelf});
-  t.push_back({"multinomial", multinomial, {"multinomial", "multinomial.out"}});
+  t.push_back({"multinomial", multinomial, {"multinomial+"}});
   t.push_back({"normal_tensors", normal_tensors,
-               {"normal.Tensor_float", "normal.Tensor_float_out", "normal.float_Tensor", "normal.float_Tensor_out",
-                "normal.Tensor_Tensor", "normal.Tensor_Tensor_out"}});
+               {"normal.Tensor_float+", "normal.float_Tensor+", "normal.Tensor_Tensor+"}});
   t.push_back({"log_normal", log_normal, {"log_normal_"}, kNoReadSelf});
   t.push_back({"cauchy", cauchy, {"cauchy_"}, kNoReadSelf});
   t.push_back({"geometric", geometric, {"geometric_"}, kNoReadSelf});

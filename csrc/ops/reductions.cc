@@ -1,6 +1,8 @@
-// Reductions: sum/mean/prod/amax/amin/max/min/argmax/argmin/any/all.
-// Reduced-precision floats accumulate in f32 (XLA CPU would otherwise
-// accumulate a bf16 reduce in bf16).
+// Reductions: sum/mean/prod/amax/amin/max/min/argmax/argmin/any/all, norms
+// and moments (vector_norm, var/std), nansum, count_nonzero, aminmax, trace
+// and segment_reduce. Reduced-precision floats accumulate in f32 (XLA CPU
+// would otherwise accumulate a bf16 reduce in bf16).
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,6 +12,166 @@
 namespace ttpu::ops {
 
 namespace {
+
+using shlo::Compare;
+using shlo::Reducer;
+
+// segment_reduce along `axis`: segments given by lengths [lead..., S] or
+// offsets [lead..., S+1]; membership mask [lead..., S, n].
+
+struct Segments {
+  int64_t a, s, n;
+  Value member;  // pred [lead..., S, n]
+  Value count;   // s64 [lead..., S]
+  std::vector<int64_t> grid;  // lead + [S, n] + rest
+};
+
+Segments segments(Builder& b, const Value& data, const Value* lengths, const Value* offsets, int64_t axis) {
+  Segments g;
+  int64_t rank = data.type.rank();
+  g.a = wrap_dim(axis, rank);
+  g.n = data.type.dims[g.a];
+  Value starts, ends;
+  if (lengths) {
+    Value l = b.convert(*lengths, ElemType::S64);
+    g.s = l.type.dims.back();
+    int64_t lr = l.type.rank();
+    std::vector<int64_t> sq = l.type.dims;
+    sq.push_back(g.s);
+    std::vector<int64_t> map_t;
+    for (int64_t d = 0; d + 1 < lr; ++d) map_t.push_back(d);
+    map_t.push_back(lr);
+    TensorType it{ElemType::S64, sq};
+    Value le = b.compare(shlo::Compare::LE, b.iota(it, lr), b.iota(it, lr - 1));  // t <= s
+    Value lt = b.select(le, b.broadcast_in_dim(l, sq, map_t), b.constant_int(0, ElemType::S64, sq));
+    ends = b.reduce(lt, b.constant_int(0, ElemType::S64), {lr}, Reducer::Add);
+    starts = b.sub(ends, l);
+  } else {
+    Value o = b.convert(*offsets, ElemType::S64);
+    int64_t orank = o.type.rank();
+    g.s = o.type.dims.back() - 1;
+    std::vector<int64_t> st(orank, 0), lim = o.type.dims, str(orank, 1);
+    lim.back() = g.s;
+    starts = b.slice(o, st, lim, str);
+    st.back() = 1;
+    lim.back() = g.s + 1;
+    ends = b.slice(o, st, lim, str);
+  }
+  std::vector<int64_t> mdims = starts.type.dims;
+  mdims.push_back(g.n);
+  std::vector<int64_t> smap;
+  for (int64_t d = 0; d < starts.type.rank(); ++d) smap.push_back(d);
+  Value j = b.iota(TensorType{ElemType::S64, mdims}, starts.type.rank());
+  g.member = b.binary("and", b.compare(shlo::Compare::LE, b.broadcast_in_dim(starts, mdims, smap), j),
+                      b.compare(shlo::Compare::LT, j, b.broadcast_in_dim(ends, mdims, smap)));
+  g.count = b.reduce(b.convert(g.member, ElemType::S64), b.constant_int(0, ElemType::S64), {starts.type.rank()},
+                     Reducer::Add);
+  g.grid = std::vector<int64_t>(data.type.dims.begin(), data.type.dims.begin() + g.a);
+  g.grid.push_back(g.s);
+  g.grid.push_back(g.n);
+  for (int64_t d = g.a + 1; d < rank; ++d) g.grid.push_back(data.type.dims[d]);
+  return g;
+}
+
+// Broadcasts into the segment grid: data-like [lead, n, rest], out-like [lead, S, rest], mask [lead, S, n].
+Value from_data(Builder& b, const Value& v, const Segments& g) {
+  std::vector<int64_t> m;
+  for (int64_t d = 0; d < v.type.rank(); ++d) m.push_back(d < g.a ? d : d + 1);
+  return b.broadcast_in_dim(v, g.grid, m);
+}
+
+Value from_out(Builder& b, const Value& v, const Segments& g) {
+  std::vector<int64_t> m;
+  for (int64_t d = 0; d < v.type.rank(); ++d) m.push_back(d <= g.a ? d : d + 1);
+  return b.broadcast_in_dim(v, g.grid, m);
+}
+
+Value from_mask(Builder& b, const Value& v, const Segments& g) {
+  std::vector<int64_t> m;
+  for (int64_t d = 0; d < v.type.rank(); ++d) m.push_back(d);
+  return b.broadcast_in_dim(v, g.grid, m);
+}
+
+std::vector<Value> segment_reduce(LowerCtx& c) {
+  // segment_reduce(data, reduce, lengths?, indices?, offsets?, axis, unsafe, initial?)
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  ElemType acc = accumulate_type(out.elem);
+  Value data = b.convert(c.t(0), acc);
+  const std::string& red = c.str(1);
+  Value lengths, offsets;
+  if (c.has(2)) lengths = c.t(2);
+  else offsets = c.t(4);
+  if (out.numel() == 0) return {b.constant(0, out.elem, out.dims)};
+  Segments g = segments(b, data, c.has(2) ? &lengths : nullptr, c.has(2) ? nullptr : &offsets, c.i(5));
+  Value mb = from_mask(b, g.member, g), db = from_data(b, data, g);
+  bool has_init = c.has(7);
+  Reducer r = red == "max" ? Reducer::Max : red == "min" ? Reducer::Min : red == "prod" ? Reducer::Mul : Reducer::Add;
+  double ident = red == "max" ? -INFINITY : red == "min" ? INFINITY : red == "prod" ? 1.0 : 0.0;
+  Value v = b.reduce(b.select(mb, db, b.constant(ident, acc, g.grid)), b.constant(ident, acc), {g.a + 1}, r);
+  std::vector<int64_t> od = v.type.dims;
+  if (has_init) {
+    Value init = b.broadcast_in_dim(c.scalar(7, acc), od, {});
+    v = red == "max" ? b.max(v, init) : red == "min" ? b.min(v, init) : red == "prod" ? b.mul(v, init) : b.add(v, init);
+  }
+  std::vector<int64_t> cmap;
+  for (int64_t d = 0; d <= g.a; ++d) cmap.push_back(d);
+  Value cnt = b.broadcast_in_dim(b.convert(g.count, acc), od, cmap);
+  Value empty = b.compare(shlo::Compare::EQ, cnt, b.constant(0, acc, od));
+  if (red == "mean") {
+    v = b.div(v, b.max(cnt, b.constant(1, acc, od)));
+    if (!has_init) v = b.select(empty, b.constant(NAN, acc, od), v);
+  }
+  return {b.convert(v, out.elem)};
+}
+
+std::vector<Value> segment_reduce_backward(LowerCtx& c) {
+  // _segment_reduce_backward(grad, output, data, reduce, lengths?, offsets?, axis, initial?)
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  ElemType acc = accumulate_type(out.elem);
+  Value grad = b.convert(c.t(0), acc), res = b.convert(c.t(1), acc), data = b.convert(c.t(2), acc);
+  const std::string& red = c.str(3);
+  Value lengths, offsets;
+  if (c.has(4)) lengths = c.t(4);
+  else offsets = c.t(5);
+  if (out.numel() == 0 || grad.type.numel() == 0) return {b.constant(0, out.elem, out.dims)};
+  Segments g = segments(b, data, c.has(4) ? &lengths : nullptr, c.has(4) ? nullptr : &offsets, c.i(6));
+  Value mb = from_mask(b, g.member, g), db = from_data(b, data, g), gb = from_out(b, grad, g);
+  Value zero = b.constant(0, acc, g.grid);
+  std::vector<int64_t> od = grad.type.dims, cmap;
+  for (int64_t d = 0; d <= g.a; ++d) cmap.push_back(d);
+  Value cnt = b.broadcast_in_dim(b.convert(g.count, acc), od, cmap);
+  Value contrib;
+  if (red == "sum") {
+    contrib = b.select(mb, gb, zero);
+  } else if (red == "mean") {
+    contrib = b.select(mb, from_out(b, b.div(grad, b.max(cnt, b.constant(1, acc, od))), g), zero);
+  } else if (red == "max" || red == "min") {
+    Value ob = from_out(b, res, g);
+    Value eq = b.compare(shlo::Compare::EQ, db, ob);
+    eq = b.binary("or", eq, b.binary("and", b.compare(shlo::Compare::NE, db, db), b.compare(shlo::Compare::NE, ob, ob)));
+    eq = b.binary("and", eq, mb);
+    Value ties = b.reduce(b.convert(eq, acc), b.constant(0, acc), {g.a + 1}, Reducer::Add);
+    Value share = b.div(grad, b.max(ties, b.constant(1, acc, od)));
+    contrib = b.select(eq, from_out(b, share, g), zero);
+  } else {  // prod: product of the other members (times initial)
+    Value isz = b.compare(shlo::Compare::EQ, db, zero);
+    Value nzp = b.reduce(b.select(b.binary("and", mb, b.unary("not", isz)), db, b.constant(1, acc, g.grid)),
+                         b.constant(1, acc), {g.a + 1}, Reducer::Mul);
+    if (c.has(7)) nzp = b.mul(nzp, b.broadcast_in_dim(c.scalar(7, acc), od, {}));
+    Value zc = b.reduce(b.convert(b.binary("and", mb, isz), acc), b.constant(0, acc), {g.a + 1}, Reducer::Add);
+    Value ob = from_out(b, res, g);
+    Value safe = b.select(isz, b.constant(1, acc, g.grid), db);
+    Value others = b.select(isz,
+                            b.select(b.compare(shlo::Compare::EQ, from_out(b, zc, g), b.constant(1, acc, g.grid)),
+                                     from_out(b, nzp, g), zero),
+                            b.div(ob, safe));
+    contrib = b.select(mb, b.mul(gb, others), zero);
+  }
+  Value r = b.reduce(contrib, b.constant(0, acc), {g.a}, Reducer::Add);
+  return {b.convert(r, out.elem)};
+}
 
 // Reduce `x` over `dims` and reshape to the output (keepdim handled by the
 // output type from the meta function).
@@ -57,12 +219,6 @@ std::vector<Value> prod(LowerCtx& c) {
   Value xc = c.b.convert(x, acc);
   auto dims = reduce_dims(c, 1, x.type.rank());
   return {c.b.convert(reduce_to_out(c, xc, dims, shlo::Reducer::Mul, 1), c.out().elem)};
-}
-
-double lowest(ElemType t) {
-  if (shlo::is_float(t)) return -INFINITY;
-  if (t == ElemType::Pred || shlo::is_unsigned_int(t)) return 0;
-  return -std::ldexp(1.0, shlo::byte_size(t) * 8 - 1);
 }
 
 Value extreme_init(Builder& b, ElemType t, bool is_max) {
@@ -229,31 +385,32 @@ std::vector<Value> trace(LowerCtx& c) {
 }  // namespace
 
 void append_reductions(std::vector<Lowering>& t) {
-  t.push_back({"vector_norm", vector_norm, {"linalg_vector_norm", "linalg_vector_norm.out", "norm.Scalar", "norm.Scalar_out", "norm.ScalarOpt_dim",
-                                            "norm.out", "norm.ScalarOpt_dim_dtype", "norm.dtype_out"},
+  t.push_back({"segment_reduce", segment_reduce, {"segment_reduce+"}});
+  t.push_back({"segment_reduce_backward", segment_reduce_backward,
+               {"_segment_reduce_backward+"}});
+  t.push_back({"vector_norm", vector_norm, {"linalg_vector_norm+", "norm.Scalar+", "norm.ScalarOpt_dim+", "norm.ScalarOpt_dim_dtype+"},
                kScalarValuesInKey});
-  t.push_back({"var", variance<false, false>, {"var.correction", "var.correction_out"}});
-  t.push_back({"std", variance<true, false>, {"std.correction", "std.correction_out"}});
-  t.push_back({"var_mean", variance<false, true>, {"var_mean.correction", "var_mean.correction_out"}});
-  t.push_back({"std_mean", variance<true, true>, {"std_mean.correction", "std_mean.correction_out"}});
-  t.push_back({"nansum", nansum, {"nansum", "nansum.out"}});
-  t.push_back({"count_nonzero", count_nonzero, {"count_nonzero.dim_IntList", "count_nonzero.dim_IntList_out",
-                                                "count_nonzero", "count_nonzero.out"}});
-  t.push_back({"aminmax", aminmax, {"aminmax", "aminmax.out"}});
-  t.push_back({"trace", trace, {"trace", "trace.out"}});
-  t.push_back({"sum", sum, {"sum.dim_IntList", "sum.IntList_out", "sum"}});
-  t.push_back({"mean", mean, {"mean.dim", "mean.out", "mean"}});
-  t.push_back({"prod", prod, {"prod.dim_int", "prod.int_out", "prod"}});
-  t.push_back({"amax", [](LowerCtx& c) { return extreme(c, true); }, {"amax", "amax.out"}});
-  t.push_back({"amin", [](LowerCtx& c) { return extreme(c, false); }, {"amin", "amin.out"}});
-  t.push_back({"max", [](LowerCtx& c) { return extreme_all(c, true); }, {"max", "max.unary_out"}});
-  t.push_back({"min", [](LowerCtx& c) { return extreme_all(c, false); }, {"min", "min.unary_out"}});
-  t.push_back({"max.dim", [](LowerCtx& c) { return extreme_dim(c, true); }, {"max.dim", "max.dim_max"}});
-  t.push_back({"min.dim", [](LowerCtx& c) { return extreme_dim(c, false); }, {"min.dim", "min.dim_min"}});
-  t.push_back({"argmax", [](LowerCtx& c) { return arg_extreme(c, true); }, {"argmax", "argmax.out"}});
-  t.push_back({"argmin", [](LowerCtx& c) { return arg_extreme(c, false); }, {"argmin", "argmin.out"}});
-  t.push_back({"any", [](LowerCtx& c) { return any_all(c, true); }, {"any", "any.dim", "any.dims", "any.out", "any.dims_out"}});
-  t.push_back({"all", [](LowerCtx& c) { return any_all(c, false); }, {"all", "all.dim", "all.dims", "all.out", "all.dims_out"}});
+  t.push_back({"var", variance<false, false>, {"var.correction+"}});
+  t.push_back({"std", variance<true, false>, {"std.correction+"}});
+  t.push_back({"var_mean", variance<false, true>, {"var_mean.correction+"}});
+  t.push_back({"std_mean", variance<true, true>, {"std_mean.correction+"}});
+  t.push_back({"nansum", nansum, {"nansum+"}});
+  t.push_back({"count_nonzero", count_nonzero, {"count_nonzero.dim_IntList+", "count_nonzero+"}});
+  t.push_back({"aminmax", aminmax, {"aminmax+"}});
+  t.push_back({"trace", trace, {"trace+"}});
+  t.push_back({"sum", sum, {"sum.dim_IntList+", "sum"}});
+  t.push_back({"mean", mean, {"mean.dim+", "mean"}});
+  t.push_back({"prod", prod, {"prod.dim_int+", "prod"}});
+  t.push_back({"amax", [](LowerCtx& c) { return extreme(c, true); }, {"amax+"}});
+  t.push_back({"amin", [](LowerCtx& c) { return extreme(c, false); }, {"amin+"}});
+  t.push_back({"max", [](LowerCtx& c) { return extreme_all(c, true); }, {"max+"}});
+  t.push_back({"min", [](LowerCtx& c) { return extreme_all(c, false); }, {"min+"}});
+  t.push_back({"max.dim", [](LowerCtx& c) { return extreme_dim(c, true); }, {"max.dim+"}});
+  t.push_back({"min.dim", [](LowerCtx& c) { return extreme_dim(c, false); }, {"min.dim+"}});
+  t.push_back({"argmax", [](LowerCtx& c) { return arg_extreme(c, true); }, {"argmax+"}});
+  t.push_back({"argmin", [](LowerCtx& c) { return arg_extreme(c, false); }, {"argmin+"}});
+  t.push_back({"any", [](LowerCtx& c) { return any_all(c, true); }, {"any", "any.dim+", "any.dims+"}});
+  t.push_back({"all", [](LowerCtx& c) { return any_all(c, false); }, {"all", "all.dim+", "all.dims+"}});
 }
 
 }  // namespace ttpu::ops

@@ -5,16 +5,22 @@
 // formulas (derivatives.yaml) pair our forward with our backward:
 //   LSTM gates [i, f, g, o], workspace = activated gates [i, f, g, o];
 //   GRU gates [r, z, n],     workspace = [r, z, n, hx, hidden n-gate].
+
 #include "ops/lowering.h"
 
 namespace ttpu::ops {
 
 namespace {
 
+using shlo::Reducer;
+
 Value sigmoid(Builder& b, const Value& x) { return b.unary("logistic", x); }
+
 Value one_like(Builder& b, const Value& x) { return b.constant(1, x.type.elem, x.type.dims); }
+
 // d sigmoid = s (1 - s); d tanh = 1 - t^2, both from the activated value.
 Value dsigmoid(Builder& b, const Value& s) { return b.mul(s, b.sub(one_like(b, s), s)); }
+
 Value dtanh(Builder& b, const Value& t) { return b.sub(one_like(b, t), b.mul(t, t)); }
 
 // Chunk k of n along dim 1 of a [B, n*H] value.

@@ -1,4 +1,7 @@
-// Sorting and scans: sort, topk, cumsum/cumprod.
+// Sorting, selection and scans: sort/topk/kthvalue/median/mode, cumulative
+// sum/prod/max/min and logcumsumexp, searchsorted/bucketize, isin, histc.
+// NaN sorts above everything and -0.0 equals 0.0, as on CPU.
+
 #include <climits>
 #include <cmath>
 #include <optional>
@@ -8,33 +11,10 @@
 
 namespace ttpu::ops {
 
-// Sorts `x` along `dim` with its positions; returns (values, indices).
-std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t dim, bool descending) {
-  TensorType it{ElemType::S64, x.type.dims};
-  Value idx = b.iota(it, dim);
-  TensorType s{x.type.elem, {}}, si{ElemType::S64, {}};
-  Value a{b.fresh(), s}, c{b.fresh(), s};
-  std::string ai = b.fresh(), ci = b.fresh();
-  std::string saved = b.swap_body("");
-  Value before = b.compare(descending ? shlo::Compare::GT : shlo::Compare::LT, a, c);
-  if (shlo::is_float(x.type.elem)) {
-    // PyTorch orders NaN above everything, whatever its sign bit, and -0.0
-    // equal to 0.0 (a stable sort keeps their order); XLA's TOTALORDER does
-    // neither. So: a before c if a < c (a > c), or c (a) is NaN and a (c) not.
-    Value na = b.compare(shlo::Compare::NE, a, a), nc = b.compare(shlo::Compare::NE, c, c);
-    Value nan_rule = descending ? b.binary("and", na, b.unary("not", nc)) : b.binary("and", b.unary("not", na), nc);
-    before = b.binary("or", before, nan_rule);
-  }
-  std::string body = b.swap_body(saved);
-  std::string region = "{\n    ^bb0(" + a.name + ": " + s.str() + ", " + c.name + ": " + s.str() + ", " + ai + ": " +
-                       si.str() + ", " + ci + ": " + si.str() + "):\n" + body + "      \"stablehlo.return\"(" +
-                       before.name + ") : (tensor<i1>) -> ()\n  }";
-  auto res = b.op_multi("sort", {x, idx}, {x.type, it},
-                        "dimension = " + std::to_string(dim) + " : i64, is_stable = true", region);
-  return {res[0], res[1]};
-}
-
 namespace {
+
+using shlo::Compare;
+using shlo::Reducer;
 
 std::vector<Value> sort(LowerCtx& c, size_t dim_arg, size_t desc_arg) {
   Value x = c.t(0);
@@ -70,8 +50,6 @@ std::vector<Value> scan(LowerCtx& c, bool product) {
   return {b.convert(prefix_scan(b, x, dim, product), out.elem)};
 }
 
-
-// ---------------------------------------------------------------------------
 // Prefix scans that need more than one accumulator (cummax/cummin,
 // logcumsumexp) compare every position with every earlier one along the
 // scanned dim, moved last: [rest..., i, j] with j <= i.
@@ -188,7 +166,6 @@ std::vector<Value> logcumsumexp(LowerCtx& c) {
   return {b.convert(b.transpose(r, p.inv), out.elem)};
 }
 
-// ---------------------------------------------------------------------------
 // Order statistics: kthvalue, median, nanmedian. Sorted ascending (NaN last),
 // the value at a per-row position is picked with a one-hot mask.
 
@@ -252,7 +229,6 @@ std::vector<Value> order_stat(LowerCtx& c, int kind, bool all) {
   return r;
 }
 
-// ---------------------------------------------------------------------------
 // searchsorted / bucketize: the insertion point is how many sequence
 // elements lie before the value (< for left, <= for right).
 
@@ -403,35 +379,62 @@ std::vector<Value> mode(LowerCtx& c) {
                        b.constant_int(-1, ElemType::S64), {rank - 1}, shlo::Reducer::Max);
   return {b.reshape(v, c.out(0).dims), b.reshape(idx, c.out(1).dims)};
 }
+
 }  // namespace
 
+// Sorts `x` along `dim` with its positions; returns (values, indices).
+std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t dim, bool descending) {
+  TensorType it{ElemType::S64, x.type.dims};
+  Value idx = b.iota(it, dim);
+  TensorType s{x.type.elem, {}}, si{ElemType::S64, {}};
+  Value a{b.fresh(), s}, c{b.fresh(), s};
+  std::string ai = b.fresh(), ci = b.fresh();
+  std::string saved = b.swap_body("");
+  Value before = b.compare(descending ? shlo::Compare::GT : shlo::Compare::LT, a, c);
+  if (shlo::is_float(x.type.elem)) {
+    // PyTorch orders NaN above everything, whatever its sign bit, and -0.0
+    // equal to 0.0 (a stable sort keeps their order); XLA's TOTALORDER does
+    // neither. So: a before c if a < c (a > c), or c (a) is NaN and a (c) not.
+    Value na = b.compare(shlo::Compare::NE, a, a), nc = b.compare(shlo::Compare::NE, c, c);
+    Value nan_rule = descending ? b.binary("and", na, b.unary("not", nc)) : b.binary("and", b.unary("not", na), nc);
+    before = b.binary("or", before, nan_rule);
+  }
+  std::string body = b.swap_body(saved);
+  std::string region = "{\n    ^bb0(" + a.name + ": " + s.str() + ", " + c.name + ": " + s.str() + ", " + ai + ": " +
+                       si.str() + ", " + ci + ": " + si.str() + "):\n" + body + "      \"stablehlo.return\"(" +
+                       before.name + ") : (tensor<i1>) -> ()\n  }";
+  auto res = b.op_multi("sort", {x, idx}, {x.type, it},
+                        "dimension = " + std::to_string(dim) + " : i64, is_stable = true", region);
+  return {res[0], res[1]};
+}
+
 void append_sort_scan(std::vector<Lowering>& t) {
-  t.push_back({"sort", [](LowerCtx& c) { return sort(c, 1, 2); }, {"sort", "sort.values"}});
-  t.push_back({"sort_stable", [](LowerCtx& c) { return sort(c, 2, 3); }, {"sort.stable", "sort.values_stable"}});
-  t.push_back({"topk", topk, {"topk", "topk.values"}});
-  t.push_back({"cumsum", [](LowerCtx& c) { return scan(c, false); }, {"cumsum", "cumsum_", "cumsum.out"}});
-  t.push_back({"cumprod", [](LowerCtx& c) { return scan(c, true); }, {"cumprod", "cumprod_", "cumprod.out"}});
-  t.push_back({"cummax", [](LowerCtx& c) { return cummaxmin(c, true); }, {"cummax", "cummax.out"}});
-  t.push_back({"cummin", [](LowerCtx& c) { return cummaxmin(c, false); }, {"cummin", "cummin.out"}});
-  t.push_back({"logcumsumexp", logcumsumexp, {"_logcumsumexp", "_logcumsumexp.out"}, 0,
+  t.push_back({"sort", [](LowerCtx& c) { return sort(c, 1, 2); }, {"sort+"}});
+  t.push_back({"sort_stable", [](LowerCtx& c) { return sort(c, 2, 3); }, {"sort.stable+"}});
+  t.push_back({"topk", topk, {"topk+"}});
+  t.push_back({"cumsum", [](LowerCtx& c) { return scan(c, false); }, {"cumsum+"}});
+  t.push_back({"cumprod", [](LowerCtx& c) { return scan(c, true); }, {"cumprod+"}});
+  t.push_back({"cummax", [](LowerCtx& c) { return cummaxmin(c, true); }, {"cummax+"}});
+  t.push_back({"cummin", [](LowerCtx& c) { return cummaxmin(c, false); }, {"cummin+"}});
+  t.push_back({"logcumsumexp", logcumsumexp, {"_logcumsumexp+"}, 0,
                [](LowerCtx& c) { return std::vector<TensorType>{c.t(0).type}; }});
-  t.push_back({"kthvalue", [](LowerCtx& c) { return order_stat(c, 0, false); }, {"kthvalue", "kthvalue.values"}});
-  t.push_back({"median", [](LowerCtx& c) { return order_stat(c, 1, true); }, {"median", "median.out"}});
-  t.push_back({"median_dim", [](LowerCtx& c) { return order_stat(c, 1, false); }, {"median.dim", "median.dim_values"}});
-  t.push_back({"nanmedian", [](LowerCtx& c) { return order_stat(c, 2, true); }, {"nanmedian", "nanmedian.out"}});
+  t.push_back({"kthvalue", [](LowerCtx& c) { return order_stat(c, 0, false); }, {"kthvalue+"}});
+  t.push_back({"median", [](LowerCtx& c) { return order_stat(c, 1, true); }, {"median+"}});
+  t.push_back({"median_dim", [](LowerCtx& c) { return order_stat(c, 1, false); }, {"median.dim+"}});
+  t.push_back({"nanmedian", [](LowerCtx& c) { return order_stat(c, 2, true); }, {"nanmedian+"}});
   t.push_back({"nanmedian_dim", [](LowerCtx& c) { return order_stat(c, 2, false); },
-               {"nanmedian.dim", "nanmedian.dim_values"}});
+               {"nanmedian.dim+"}});
   t.push_back({"searchsorted", [](LowerCtx& c) { return searchsorted(c, false); },
-               {"searchsorted.Tensor", "searchsorted.Tensor_out"}});
+               {"searchsorted.Tensor+"}});
   t.push_back({"searchsorted_scalar", [](LowerCtx& c) { return searchsorted(c, true); },
-               {"searchsorted.Scalar", "searchsorted.Scalar_out"}});
-  t.push_back({"bucketize", [](LowerCtx& c) { return bucketize(c, false); }, {"bucketize.Tensor", "bucketize.Tensor_out"}});
-  t.push_back({"bucketize_scalar", [](LowerCtx& c) { return bucketize(c, true); }, {"bucketize.Scalar", "bucketize.Scalar_out"}});
-  t.push_back({"isin", [](LowerCtx& c) { return isin(c, 0); }, {"isin.Tensor_Tensor", "isin.Tensor_Tensor_out"}});
-  t.push_back({"isin_ts", [](LowerCtx& c) { return isin(c, 1); }, {"isin.Tensor_Scalar", "isin.Tensor_Scalar_out"}});
-  t.push_back({"isin_st", [](LowerCtx& c) { return isin(c, 2); }, {"isin.Scalar_Tensor", "isin.Scalar_Tensor_out"}});
-  t.push_back({"histc", histc, {"histc", "histc.out"}});
-  t.push_back({"mode", mode, {"mode", "mode.values"}});
+               {"searchsorted.Scalar+"}});
+  t.push_back({"bucketize", [](LowerCtx& c) { return bucketize(c, false); }, {"bucketize.Tensor+"}});
+  t.push_back({"bucketize_scalar", [](LowerCtx& c) { return bucketize(c, true); }, {"bucketize.Scalar+"}});
+  t.push_back({"isin", [](LowerCtx& c) { return isin(c, 0); }, {"isin.Tensor_Tensor+"}});
+  t.push_back({"isin_ts", [](LowerCtx& c) { return isin(c, 1); }, {"isin.Tensor_Scalar+"}});
+  t.push_back({"isin_st", [](LowerCtx& c) { return isin(c, 2); }, {"isin.Scalar_Tensor+"}});
+  t.push_back({"histc", histc, {"histc+"}});
+  t.push_back({"mode", mode, {"mode+"}});
 }
 
 }  // namespace ttpu::ops

@@ -7,6 +7,7 @@
 // arguments, Hankel-type asymptotic expansions for large ones. Where CHLO has
 // the function (lgamma, digamma, polygamma, erf_inv, zeta, next_after) the
 // plugin's own expansion is used, wrapped with PyTorch's edge-case rules.
+
 #include <cmath>
 #include <limits>
 
@@ -17,26 +18,42 @@ namespace ttpu::ops {
 namespace {
 
 using shlo::Compare;
+using shlo::Reducer;
 
 constexpr double kEuler = 0.57721566490153286061;
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 Value k(Builder& b, double v, const Value& like) { return b.constant(v, like.type.elem, like.type.dims); }
+
 Value neg(Builder& b, const Value& x) { return b.unary("negate", x); }
+
 Value abs(Builder& b, const Value& x) { return b.unary("abs", x); }
+
 Value log(Builder& b, const Value& x) { return b.unary("log", x); }
+
 Value exp(Builder& b, const Value& x) { return b.unary("exponential", x); }
+
 Value sqrt(Builder& b, const Value& x) { return b.unary("sqrt", x); }
+
 Value cmp(Builder& b, Compare d, const Value& x, double v) { return b.compare(d, x, k(b, v, x)); }
+
 Value isnan(Builder& b, const Value& x) { return b.compare(Compare::NE, x, x); }
+
 Value isinf(Builder& b, const Value& x) { return cmp(b, Compare::EQ, abs(b, x), kInf); }
+
 Value both(Builder& b, const Value& p, const Value& q) { return b.binary("and", p, q); }
+
 Value either(Builder& b, const Value& p, const Value& q) { return b.binary("or", p, q); }
+
 Value where(Builder& b, const Value& p, double v, const Value& f) { return b.select(p, k(b, v, f), f); }
+
 Value chlo(Builder& b, const char* name, const std::vector<Value>& xs) {
   return b.op(std::string("chlo.") + name, xs, xs[0].type);
 }
+
 // x is an integer (floor(x) == x; false for inf and NaN)
 Value is_int(Builder& b, const Value& x) {
   return both(b, b.compare(Compare::EQ, b.unary("floor", x), x), cmp(b, Compare::NE, abs(b, x), kInf));
@@ -59,6 +76,7 @@ Value poly(Builder& b, const std::vector<double>& cs, const Value& y) {
 struct Sums {
   Value plain, weighted;
 };
+
 Sums series(Builder& b, Value t, const Value& q, int nu, int n, const std::vector<double>& w = {}) {
   Sums s{t, w.empty() ? Value{} : b.mul(t, k(b, w[0], t))};
   for (int i = 0; i + 1 < n; ++i) {
@@ -88,8 +106,6 @@ double psi1(int k) {
   return h;
 }
 
-// ----- modified Bessel functions of the first kind ---------------------------
-
 // I_nu(x) (nu = 0, 1), or e^-|x| I_nu(x) when scaled.
 Value bessel_i(Builder& b, const Value& x, int nu, bool scaled) {
   const double cut = 30;
@@ -107,8 +123,6 @@ Value bessel_i(Builder& b, const Value& x, int nu, bool scaled) {
   if (nu == 1) r = b.mul(r, b.unary("sign", x));
   return r;
 }
-
-// ----- modified Bessel functions of the second kind --------------------------
 
 Value bessel_k(Builder& b, const Value& x, int nu, bool scaled) {
   const double cut = 9;
@@ -139,8 +153,6 @@ Value bessel_k(Builder& b, const Value& x, int nu, bool scaled) {
   r = where(b, cmp(b, Compare::LT, x, 0), kNaN, r);
   return r;
 }
-
-// ----- Bessel functions of the first and second kind -------------------------
 
 // J_nu(x) (second = false) or Y_nu(x), nu = 0, 1.
 Value bessel_jy(Builder& b, const Value& x, int nu, bool second) {
@@ -194,9 +206,6 @@ Value bessel_jy(Builder& b, const Value& x, int nu, bool second) {
   return r;
 }
 
-
-// ----- Airy function Ai ----------------------------------------------------------
-
 // -10 <= x <= 6: Ai(x) = Ai(0) f(x) + Ai'(0) g(x) with the power series
 // f = sum x^3k prod_j (3j-2) / (3k)!, g = sum x^(3k+1) prod_j (3j-1) / (3k+1)!.
 // x > 6: e^-z / (2 sqrt(pi) x^1/4) sum (-1)^k u_k / z^k, z = 2/3 x^3/2;
@@ -240,8 +249,6 @@ Value airy_ai_(Builder& b, const Value& x) {
   return where(b, isinf(b, x), kNaN, res);  // as on CPU
 }
 
-// ----- unary entry points ------------------------------------------------------
-
 using Fn64 = Value (*)(Builder&, const Value&);
 
 template <Fn64 F>
@@ -250,16 +257,27 @@ std::vector<Value> unary64(LowerCtx& c) {
 }
 
 Value i0_(Builder& b, const Value& x) { return bessel_i(b, x, 0, false); }
+
 Value i0e_(Builder& b, const Value& x) { return bessel_i(b, x, 0, true); }
+
 Value i1_(Builder& b, const Value& x) { return bessel_i(b, x, 1, false); }
+
 Value i1e_(Builder& b, const Value& x) { return bessel_i(b, x, 1, true); }
+
 Value k0_(Builder& b, const Value& x) { return bessel_k(b, x, 0, false); }
+
 Value k1_(Builder& b, const Value& x) { return bessel_k(b, x, 1, false); }
+
 Value k0e_(Builder& b, const Value& x) { return bessel_k(b, x, 0, true); }
+
 Value k1e_(Builder& b, const Value& x) { return bessel_k(b, x, 1, true); }
+
 Value j0_(Builder& b, const Value& x) { return bessel_jy(b, x, 0, false); }
+
 Value j1_(Builder& b, const Value& x) { return bessel_jy(b, x, 1, false); }
+
 Value y0_(Builder& b, const Value& x) { return bessel_jy(b, x, 0, true); }
+
 Value y1_(Builder& b, const Value& x) { return bessel_jy(b, x, 1, true); }
 
 Value spherical_j0_(Builder& b, const Value& x) {
@@ -336,9 +354,6 @@ Value entr_(Builder& b, const Value& x) {
   r = where(b, cmp(b, Compare::EQ, x, kInf), -kInf, r);
   return b.select(isnan(b, x), x, r);
 }
-
-
-// ----- orthogonal polynomials --------------------------------------------------
 
 // Three-term recurrence Y_{k+1} = (a(k) x + b(k)) Y_k - c(k) Y_{k-1} from
 // Y_0 = 1 and Y_1 = y1(x), run in a stablehlo.while up to the largest
@@ -454,9 +469,6 @@ std::vector<Value> orth_poly(LowerCtx& c) {
   return as_out(c, r);
 }
 
-
-// ----- regularized incomplete gamma ------------------------------------------
-
 // P(a, x) (upper = false) or Q(a, x) = 1 - P(a, x), for a > 0, x >= 0:
 // x < a + 1: P = x^a e^-x / Gamma(a) * sum_k x^k / (a (a+1) ... (a+k));
 // otherwise Q = x^a e^-x / Gamma(a) / (x + 1 - a - 1(1-a)/(x + 3 - a - 2(2-a)/(x + 5 - a - ...)))
@@ -508,7 +520,6 @@ std::vector<Value> igamma(LowerCtx& c) {
   return as_out(c, igamma_(c.b, in64(c, 0), in64(c, 1), Upper));
 }
 
-
 std::vector<Value> frexp(LowerCtx& c) {
   // x = m 2^e with 0.5 <= |m| < 1, in the integer domain (the CPU plugin
   // flushes subnormal floats in arithmetic): f32 and f64 bit patterns, f16 and
@@ -540,8 +551,6 @@ std::vector<Value> frexp(LowerCtx& c) {
   e = b.select(special, ik(0), e);
   return {b.convert(m, c.out(0).elem), b.convert(e, c.out(1).elem)};
 }
-
-// ----- binary ------------------------------------------------------------------
 
 std::vector<Value> polygamma(LowerCtx& c) {
   // polygamma(int n, Tensor self)
@@ -611,63 +620,62 @@ std::vector<Value> nextafter(LowerCtx& c) {
 }  // namespace
 
 void append_special(std::vector<Lowering>& t) {
-  t.push_back({"i0", unary64<i0_>, {"i0", "i0_", "i0.out"}});
-  t.push_back({"special_i0e", unary64<i0e_>, {"special_i0e", "special_i0e.out"}});
-  t.push_back({"special_i1", unary64<i1_>, {"special_i1", "special_i1.out"}});
-  t.push_back({"special_i1e", unary64<i1e_>, {"special_i1e", "special_i1e.out"}});
-  t.push_back({"modified_bessel_i0", unary64<i0_>, {"special_modified_bessel_i0", "special_modified_bessel_i0.out"}});
-  t.push_back({"modified_bessel_i1", unary64<i1_>, {"special_modified_bessel_i1", "special_modified_bessel_i1.out"}});
-  t.push_back({"modified_bessel_k0", unary64<k0_>, {"special_modified_bessel_k0", "special_modified_bessel_k0.out"}});
-  t.push_back({"modified_bessel_k1", unary64<k1_>, {"special_modified_bessel_k1", "special_modified_bessel_k1.out"}});
+  t.push_back({"i0", unary64<i0_>, {"i0+"}});
+  t.push_back({"special_i0e", unary64<i0e_>, {"special_i0e+"}});
+  t.push_back({"special_i1", unary64<i1_>, {"special_i1+"}});
+  t.push_back({"special_i1e", unary64<i1e_>, {"special_i1e+"}});
+  t.push_back({"modified_bessel_i0", unary64<i0_>, {"special_modified_bessel_i0+"}});
+  t.push_back({"modified_bessel_i1", unary64<i1_>, {"special_modified_bessel_i1+"}});
+  t.push_back({"modified_bessel_k0", unary64<k0_>, {"special_modified_bessel_k0+"}});
+  t.push_back({"modified_bessel_k1", unary64<k1_>, {"special_modified_bessel_k1+"}});
   t.push_back({"scaled_modified_bessel_k0", unary64<k0e_>,
-               {"special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k0.out"}});
+               {"special_scaled_modified_bessel_k0+"}});
   t.push_back({"scaled_modified_bessel_k1", unary64<k1e_>,
-               {"special_scaled_modified_bessel_k1", "special_scaled_modified_bessel_k1.out"}});
-  t.push_back({"bessel_j0", unary64<j0_>, {"special_bessel_j0", "special_bessel_j0.out"}});
-  t.push_back({"bessel_j1", unary64<j1_>, {"special_bessel_j1", "special_bessel_j1.out"}});
-  t.push_back({"bessel_y0", unary64<y0_>, {"special_bessel_y0", "special_bessel_y0.out"}});
-  t.push_back({"bessel_y1", unary64<y1_>, {"special_bessel_y1", "special_bessel_y1.out"}});
+               {"special_scaled_modified_bessel_k1+"}});
+  t.push_back({"bessel_j0", unary64<j0_>, {"special_bessel_j0+"}});
+  t.push_back({"bessel_j1", unary64<j1_>, {"special_bessel_j1+"}});
+  t.push_back({"bessel_y0", unary64<y0_>, {"special_bessel_y0+"}});
+  t.push_back({"bessel_y1", unary64<y1_>, {"special_bessel_y1+"}});
   t.push_back({"spherical_bessel_j0", unary64<spherical_j0_>,
-               {"special_spherical_bessel_j0", "special_spherical_bessel_j0.out"}});
-  t.push_back({"airy_ai", unary64<airy_ai_>, {"special_airy_ai", "special_airy_ai.out"}});
-  t.push_back({"lgamma", unary64<lgamma_>, {"lgamma", "lgamma_", "lgamma.out"}});
-  t.push_back({"digamma", unary64<digamma_>, {"digamma", "digamma_", "digamma.out"}});
-  t.push_back({"erfinv", unary64<erfinv_>, {"erfinv", "erfinv_", "erfinv.out"}});
-  t.push_back({"ndtri", unary64<ndtri_>, {"special_ndtri", "special_ndtri.out"}});
-  t.push_back({"log_ndtr", unary64<log_ndtr_>, {"special_log_ndtr", "special_log_ndtr.out"}});
-  t.push_back({"erfcx", unary64<erfcx_>, {"special_erfcx", "special_erfcx.out"}});
-  t.push_back({"entr", unary64<entr_>, {"special_entr", "special_entr.out"}});
-  t.push_back({"polygamma", polygamma, {"polygamma", "polygamma.out"}});
-  t.push_back({"zeta", zeta, {"special_zeta", "special_zeta.out", "special_zeta.self_scalar", "special_zeta.self_scalar_out",
-                             "special_zeta.other_scalar", "special_zeta.other_scalar_out"}});
+               {"special_spherical_bessel_j0+"}});
+  t.push_back({"airy_ai", unary64<airy_ai_>, {"special_airy_ai+"}});
+  t.push_back({"lgamma", unary64<lgamma_>, {"lgamma+"}});
+  t.push_back({"digamma", unary64<digamma_>, {"digamma+"}});
+  t.push_back({"erfinv", unary64<erfinv_>, {"erfinv+"}});
+  t.push_back({"ndtri", unary64<ndtri_>, {"special_ndtri+"}});
+  t.push_back({"log_ndtr", unary64<log_ndtr_>, {"special_log_ndtr+"}});
+  t.push_back({"erfcx", unary64<erfcx_>, {"special_erfcx+"}});
+  t.push_back({"entr", unary64<entr_>, {"special_entr+"}});
+  t.push_back({"polygamma", polygamma, {"polygamma+"}});
+  t.push_back({"zeta", zeta, {"special_zeta+", "special_zeta.self_scalar+", "special_zeta.other_scalar+"}});
   t.push_back({"chebyshev_polynomial_t", orth_poly<Family::ChebT, false>,
-               {"special_chebyshev_polynomial_t", "special_chebyshev_polynomial_t.out", "special_chebyshev_polynomial_t.x_scalar", "special_chebyshev_polynomial_t.x_scalar_out", "special_chebyshev_polynomial_t.n_scalar", "special_chebyshev_polynomial_t.n_scalar_out"}});
+               {"special_chebyshev_polynomial_t+", "special_chebyshev_polynomial_t.x_scalar+", "special_chebyshev_polynomial_t.n_scalar+"}});
   t.push_back({"chebyshev_polynomial_u", orth_poly<Family::ChebU, false>,
-               {"special_chebyshev_polynomial_u", "special_chebyshev_polynomial_u.out", "special_chebyshev_polynomial_u.x_scalar", "special_chebyshev_polynomial_u.x_scalar_out", "special_chebyshev_polynomial_u.n_scalar", "special_chebyshev_polynomial_u.n_scalar_out"}});
+               {"special_chebyshev_polynomial_u+", "special_chebyshev_polynomial_u.x_scalar+", "special_chebyshev_polynomial_u.n_scalar+"}});
   t.push_back({"chebyshev_polynomial_v", orth_poly<Family::ChebV, false>,
-               {"special_chebyshev_polynomial_v", "special_chebyshev_polynomial_v.out", "special_chebyshev_polynomial_v.x_scalar", "special_chebyshev_polynomial_v.x_scalar_out", "special_chebyshev_polynomial_v.n_scalar", "special_chebyshev_polynomial_v.n_scalar_out"}});
+               {"special_chebyshev_polynomial_v+", "special_chebyshev_polynomial_v.x_scalar+", "special_chebyshev_polynomial_v.n_scalar+"}});
   t.push_back({"chebyshev_polynomial_w", orth_poly<Family::ChebW, false>,
-               {"special_chebyshev_polynomial_w", "special_chebyshev_polynomial_w.out", "special_chebyshev_polynomial_w.x_scalar", "special_chebyshev_polynomial_w.x_scalar_out", "special_chebyshev_polynomial_w.n_scalar", "special_chebyshev_polynomial_w.n_scalar_out"}});
+               {"special_chebyshev_polynomial_w+", "special_chebyshev_polynomial_w.x_scalar+", "special_chebyshev_polynomial_w.n_scalar+"}});
   t.push_back({"shifted_chebyshev_polynomial_t", orth_poly<Family::ChebT, true>,
-               {"special_shifted_chebyshev_polynomial_t", "special_shifted_chebyshev_polynomial_t.out", "special_shifted_chebyshev_polynomial_t.x_scalar", "special_shifted_chebyshev_polynomial_t.x_scalar_out", "special_shifted_chebyshev_polynomial_t.n_scalar", "special_shifted_chebyshev_polynomial_t.n_scalar_out"}});
+               {"special_shifted_chebyshev_polynomial_t+", "special_shifted_chebyshev_polynomial_t.x_scalar+", "special_shifted_chebyshev_polynomial_t.n_scalar+"}});
   t.push_back({"shifted_chebyshev_polynomial_u", orth_poly<Family::ChebU, true>,
-               {"special_shifted_chebyshev_polynomial_u", "special_shifted_chebyshev_polynomial_u.out", "special_shifted_chebyshev_polynomial_u.x_scalar", "special_shifted_chebyshev_polynomial_u.x_scalar_out", "special_shifted_chebyshev_polynomial_u.n_scalar", "special_shifted_chebyshev_polynomial_u.n_scalar_out"}});
+               {"special_shifted_chebyshev_polynomial_u+", "special_shifted_chebyshev_polynomial_u.x_scalar+", "special_shifted_chebyshev_polynomial_u.n_scalar+"}});
   t.push_back({"shifted_chebyshev_polynomial_v", orth_poly<Family::ChebV, true>,
-               {"special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_v.out", "special_shifted_chebyshev_polynomial_v.x_scalar", "special_shifted_chebyshev_polynomial_v.x_scalar_out", "special_shifted_chebyshev_polynomial_v.n_scalar", "special_shifted_chebyshev_polynomial_v.n_scalar_out"}});
+               {"special_shifted_chebyshev_polynomial_v+", "special_shifted_chebyshev_polynomial_v.x_scalar+", "special_shifted_chebyshev_polynomial_v.n_scalar+"}});
   t.push_back({"shifted_chebyshev_polynomial_w", orth_poly<Family::ChebW, true>,
-               {"special_shifted_chebyshev_polynomial_w", "special_shifted_chebyshev_polynomial_w.out", "special_shifted_chebyshev_polynomial_w.x_scalar", "special_shifted_chebyshev_polynomial_w.x_scalar_out", "special_shifted_chebyshev_polynomial_w.n_scalar", "special_shifted_chebyshev_polynomial_w.n_scalar_out"}});
+               {"special_shifted_chebyshev_polynomial_w+", "special_shifted_chebyshev_polynomial_w.x_scalar+", "special_shifted_chebyshev_polynomial_w.n_scalar+"}});
   t.push_back({"hermite_polynomial_h", orth_poly<Family::HermiteH, false>,
-               {"special_hermite_polynomial_h", "special_hermite_polynomial_h.out", "special_hermite_polynomial_h.x_scalar", "special_hermite_polynomial_h.x_scalar_out", "special_hermite_polynomial_h.n_scalar", "special_hermite_polynomial_h.n_scalar_out"}});
+               {"special_hermite_polynomial_h+", "special_hermite_polynomial_h.x_scalar+", "special_hermite_polynomial_h.n_scalar+"}});
   t.push_back({"hermite_polynomial_he", orth_poly<Family::HermiteHe, false>,
-               {"special_hermite_polynomial_he", "special_hermite_polynomial_he.out", "special_hermite_polynomial_he.x_scalar", "special_hermite_polynomial_he.x_scalar_out", "special_hermite_polynomial_he.n_scalar", "special_hermite_polynomial_he.n_scalar_out"}});
+               {"special_hermite_polynomial_he+", "special_hermite_polynomial_he.x_scalar+", "special_hermite_polynomial_he.n_scalar+"}});
   t.push_back({"laguerre_polynomial_l", orth_poly<Family::Laguerre, false>,
-               {"special_laguerre_polynomial_l", "special_laguerre_polynomial_l.out", "special_laguerre_polynomial_l.x_scalar", "special_laguerre_polynomial_l.x_scalar_out", "special_laguerre_polynomial_l.n_scalar", "special_laguerre_polynomial_l.n_scalar_out"}});
+               {"special_laguerre_polynomial_l+", "special_laguerre_polynomial_l.x_scalar+", "special_laguerre_polynomial_l.n_scalar+"}});
   t.push_back({"legendre_polynomial_p", orth_poly<Family::Legendre, false>,
-               {"special_legendre_polynomial_p", "special_legendre_polynomial_p.out", "special_legendre_polynomial_p.x_scalar", "special_legendre_polynomial_p.x_scalar_out", "special_legendre_polynomial_p.n_scalar", "special_legendre_polynomial_p.n_scalar_out"}});
-  t.push_back({"igamma", igamma<false>, {"igamma", "igamma_", "igamma.out"}});
-  t.push_back({"igammac", igamma<true>, {"igammac", "igammac_", "igammac.out"}});
-  t.push_back({"frexp", frexp, {"frexp.Tensor", "frexp.Tensor_out"}});
-  t.push_back({"nextafter", nextafter, {"nextafter", "nextafter_", "nextafter.out"}});
+               {"special_legendre_polynomial_p+", "special_legendre_polynomial_p.x_scalar+", "special_legendre_polynomial_p.n_scalar+"}});
+  t.push_back({"igamma", igamma<false>, {"igamma+"}});
+  t.push_back({"igammac", igamma<true>, {"igammac+"}});
+  t.push_back({"frexp", frexp, {"frexp.Tensor+"}});
+  t.push_back({"nextafter", nextafter, {"nextafter+"}});
 }
 
 }  // namespace ttpu::ops

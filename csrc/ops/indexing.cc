@@ -1,6 +1,10 @@
-// Indexing along one dimension: gather, scatter (overwrite and add),
-// index_select. Indices become full coordinate vectors: the indexed dim takes
-// the index values, every other dim its own position (iota).
+// Indexing: advanced indexing (index, index_put), gather/scatter and their
+// reductions, index_select/add/copy/fill/reduce, put/take, masked_scatter,
+// nonzero_static and unfold's backward. Indices become full coordinate
+// vectors: the indexed dim takes the index values, every other dim its own
+// position (iota). Out-of-range indices raise CPU's IndexError through a
+// device-side check.
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -11,6 +15,9 @@
 namespace ttpu::ops {
 
 namespace {
+
+using shlo::Compare;
+using shlo::Reducer;
 
 std::string iota_list(int64_t n) {
   std::vector<int64_t> v;
@@ -136,34 +143,6 @@ std::vector<Value> index_select(LowerCtx& c) {
   return {b.gather(self, idx, out, dn, slice)};
 }
 
-std::vector<Value> embedding_dense_backward(LowerCtx& c) {
-  // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
-  Builder& b = c.b;
-  const TensorType& out = c.out();
-  int64_t width = out.dims.at(1);
-  ElemType acc = accumulate_type(out.elem);
-  Value idx = b.reshape(b.convert(c.t(1), ElemType::S64), {c.t(1).type.numel()});
-  int64_t m = idx.type.dims[0];
-  Value g = b.reshape(b.convert(c.t(0), acc), {m, width});
-  Value keep = b.compare(shlo::Compare::NE, idx, b.constant_int(c.i(3), ElemType::S64, {m}));
-  g = b.select(b.broadcast_in_dim(keep, {m, width}, {0}), g, b.constant(0, acc, {m, width}));
-  shlo::Reducer add = shlo::Reducer::Add;
-  std::string dn = "update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
-                   "index_vector_dim = 1";
-  Value idx2 = b.reshape(idx, {m, 1});
-  if (c.flag(4)) {  // scale_grad_by_freq: divide each row by how often its index occurs
-    Value ones = b.constant(1, acc, {m, 1});
-    Value counts = b.scatter(b.constant(0, acc, {out.dims[0], 1}), idx2, ones, dn, &add);
-    Value per_row = b.gather(counts, idx2, TensorType{acc, {m, 1}},
-                             "offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], "
-                             "index_vector_dim = 1",
-                             {1, 1});
-    g = b.div(g, b.broadcast_in_dim(b.reshape(per_row, {m}), {m, width}, {0}));
-  }
-  Value grad = b.scatter(b.constant(0, acc, out.dims), idx2, g, dn, &add);
-  return {b.convert(grad, out.elem)};
-}
-
 // Advanced indexing with integer index tensors (Tensor?[] indices): the
 // indexed dims take broadcast index tensors; the result puts the broadcast
 // dims where PyTorch does (at the first indexed dim when the indexed dims are
@@ -263,7 +242,6 @@ std::vector<Value> index_put(LowerCtx& c) {
   shlo::Reducer add = shlo::Reducer::Add;
   return {b.scatter(x, ai.coords, vals, dn, c.flag(3) ? &add : nullptr)};
 }
-
 
 // The identity of a scatter_reduce/index_reduce reduction for type t.
 Value reduce_identity(Builder& b, const std::string& reduce, ElemType t, const std::vector<int64_t>& dims) {
@@ -485,20 +463,6 @@ std::vector<Value> scatter_legacy_reduce(LowerCtx& c, bool value_is_scalar) {
   return {b.reshape(out, c.out().dims)};
 }
 
-// Inclusive prefix sum of a 1-D s64 vector.
-Value prefix_sum(Builder& b, const Value& x) {
-  int64_t n = x.type.dims[0];
-  TensorType s{x.type.elem, {}};
-  std::string a = b.fresh(), bb = b.fresh(), r = b.fresh(), ty = s.str();
-  std::string region = "{\n    ^bb0(" + a + ": " + ty + ", " + bb + ": " + ty + "):\n      " + r +
-                       " = \"stablehlo.add\"(" + a + ", " + bb + ") : (" + ty + ", " + ty + ") -> " + ty +
-                       "\n      \"stablehlo.return\"(" + r + ") : (" + ty + ") -> ()\n  }";
-  return b.op_multi("reduce_window", {x, b.constant(0, x.type.elem)}, {x.type},
-                    "window_dimensions = " + shlo::int_array({n}) + ", window_strides = " + shlo::int_array({1}) +
-                        ", padding = dense<[[" + std::to_string(n - 1) + ", 0]]> : tensor<1x2xi64>",
-                    region)[0];
-}
-
 std::vector<Value> nonzero_static(LowerCtx& c) {
   // nonzero_static(self, size, fill_value) -> [size, rank]: the first `size` nonzero coordinates.
   Builder& b = c.b;
@@ -512,7 +476,7 @@ std::vector<Value> nonzero_static(LowerCtx& c) {
   }
   Value flat = b.reshape(self, {n});
   Value nz = self.type.elem == ElemType::Pred ? flat : b.compare(shlo::Compare::NE, flat, b.constant(0, self.type.elem, {n}));
-  Value pos = b.sub(prefix_sum(b, b.convert(nz, ElemType::S64)), b.constant_int(1, ElemType::S64, {n}));
+  Value pos = b.sub(prefix_sum(b, b.convert(nz, ElemType::S64), 0), b.constant_int(1, ElemType::S64, {n}));
   pos = b.select(nz, pos, b.constant_int(size, ElemType::S64, {n}));  // out of range: dropped
   std::vector<Value> cols;
   TensorType it{ElemType::S64, self.type.dims};
@@ -524,37 +488,53 @@ std::vector<Value> nonzero_static(LowerCtx& c) {
                    "index_vector_dim = 1";
   return {b.scatter(filled, b.reshape(pos, {n, 1}), coords, dn, nullptr)};
 }
+
+std::vector<Value> masked_scatter(LowerCtx& c) {
+  // masked_scatter(self, mask, source)
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  Value self = broadcast_convert(b, c.t(0), out);
+  Value mask = broadcast_convert(b, c.t(1), TensorType{ElemType::Pred, out.dims});
+  int64_t n = out.numel(), m = c.t(2).type.numel();
+  if (n == 0 || m == 0) return {self};
+  Value flat_mask = b.reshape(mask, {n});
+  Value pos = b.sub(prefix_sum(b, b.convert(flat_mask, ElemType::S64), 0), b.constant_int(1, ElemType::S64, {n}));
+  pos = b.clamp(b.constant_int(0, ElemType::S64, {n}), pos, b.constant_int(m - 1, ElemType::S64, {n}));
+  Value src = b.convert(b.reshape(c.t(2), {m}), out.elem);
+  Value picked = b.gather_flat(src, pos);
+  return {b.reshape(b.select(flat_mask, picked, b.reshape(self, {n})), out.dims)};
+}
+
 }  // namespace
 
-void append_index(std::vector<Lowering>& t) {
-  t.push_back({"index", index_tensor, {"index.Tensor", "index.Tensor_out"}});
+void append_indexing(std::vector<Lowering>& t) {
+  t.push_back({"index", index_tensor, {"index.Tensor+"}});
   t.push_back({"index_put", index_put, {"index_put", "_index_put_impl_", "index_put.out"}});
-  t.push_back({"embedding_dense_backward", embedding_dense_backward, {"embedding_dense_backward"}});
-  t.push_back({"gather", gather, {"gather", "gather.out"}});
+  t.push_back({"gather", gather, {"gather+"}});
   t.push_back({"scatter", [](LowerCtx& c) { return scatter_impl(c, false, false); },
-               {"scatter.src", "scatter_.src", "scatter.src_out"}});
+               {"scatter.src+"}});
   t.push_back({"scatter_value", [](LowerCtx& c) { return scatter_impl(c, false, true); },
-               {"scatter.value", "scatter_.value", "scatter.value_out"}});
+               {"scatter.value+"}});
   t.push_back({"scatter_add", [](LowerCtx& c) { return scatter_impl(c, true, false); },
-               {"scatter_add", "scatter_add_", "scatter_add.out"}});
-  t.push_back({"index_fill", index_fill, {"index_fill.int_Scalar", "index_fill_.int_Scalar", "index_fill.int_Tensor",
-                                          "index_fill_.int_Tensor", "index_fill.int_Scalar_out", "index_fill.int_Tensor_out"}});
-  t.push_back({"index_select", index_select, {"index_select", "index_select.out"}});
-  t.push_back({"scatter_reduce", scatter_reduce, {"scatter_reduce.two", "scatter_reduce_.two", "scatter_reduce.two_out"}});
+               {"scatter_add+"}});
+  t.push_back({"index_fill", index_fill, {"index_fill.int_Scalar+", "index_fill.int_Tensor+"}});
+  t.push_back({"index_select", index_select, {"index_select+"}});
+  t.push_back({"scatter_reduce", scatter_reduce, {"scatter_reduce.two+"}});
   t.push_back({"index_add", [](LowerCtx& c) { return index_scatter(c, "sum", true, true); },
-               {"index_add", "index_add_", "index_add.out"}});
+               {"index_add+"}});
   t.push_back({"index_copy", [](LowerCtx& c) { return index_scatter(c, "copy", true, false); },
-               {"index_copy", "index_copy_", "index_copy.out"}});
+               {"index_copy+"}});
   t.push_back({"index_reduce", [](LowerCtx& c) { return index_scatter(c, c.str(4), c.flag(5), false); },
-               {"index_reduce", "index_reduce_", "index_reduce.out"}});
+               {"index_reduce+"}});
   t.push_back({"scatter_reduce_legacy", [](LowerCtx& c) { return scatter_legacy_reduce(c, false); },
-               {"scatter.reduce", "scatter_.reduce", "scatter.reduce_out"}});
+               {"scatter.reduce+"}});
   t.push_back({"scatter_value_reduce", [](LowerCtx& c) { return scatter_legacy_reduce(c, true); },
-               {"scatter.value_reduce", "scatter_.value_reduce", "scatter.value_reduce_out"}});
-  t.push_back({"nonzero_static", nonzero_static, {"nonzero_static", "nonzero_static.out"}});
-  t.push_back({"put", put, {"put", "put_", "put.out"}});
-  t.push_back({"take", take, {"take", "take.out"}});
-  t.push_back({"unfold_backward", unfold_backward, {"unfold_backward", "unfold_backward.out"}});
+               {"scatter.value_reduce+"}});
+  t.push_back({"nonzero_static", nonzero_static, {"nonzero_static+"}});
+  t.push_back({"put", put, {"put+"}});
+  t.push_back({"take", take, {"take+"}});
+  t.push_back({"unfold_backward", unfold_backward, {"unfold_backward+"}});
+  t.push_back({"masked_scatter", masked_scatter, {"masked_scatter+"}});
 }
 
 }  // namespace ttpu::ops

@@ -8,6 +8,7 @@
 // back with an interior-padded `pad` and sum. Upsampling is separable: each
 // spatial dim is contracted with an [out, in] interpolation matrix built from
 // iotas, and the backward contracts with its transpose.
+
 #include <cmath>
 #include <stdexcept>
 
@@ -18,6 +19,26 @@ namespace ttpu::ops {
 namespace {
 
 using shlo::Compare;
+
+// max_unpool2d(self, indices, output_size) / max_unpool3d(self, indices, output_size, stride, padding):
+// each value goes to its flat position within its (N, C) plane.
+std::vector<Value> max_unpool(LowerCtx& c, int spatial) {
+  Builder& b = c.b;
+  Value x = c.t(0);
+  const TensorType& out = c.out();
+  int64_t L = 1, O = 1;
+  for (int i = 0; i < spatial; ++i) L *= x.type.dims[x.type.rank() - 1 - i], O *= out.dims[out.rank() - 1 - i];
+  if (out.numel() == 0) return {b.constant(0, out.elem, out.dims)};
+  int64_t rows = L ? x.type.numel() / L : 0;
+  if (x.type.numel() == 0) return {b.constant(0, out.elem, out.dims)};
+  Value xv = b.reshape(x, {rows, L});
+  Value idx = b.reshape(b.convert(c.t(1), ElemType::S64), {rows, L, 1});
+  TensorType it{ElemType::S64, {rows, L, 1}};
+  Value coords = b.concatenate({b.iota(it, 0), idx}, 2);
+  std::string dn = "inserted_window_dims = [0, 1], scatter_dims_to_operand_dims = [0, 1], index_vector_dim = 2";
+  Value r = b.scatter(b.constant(0, x.type.elem, {rows, O}), coords, xv, dn, nullptr);
+  return {b.reshape(r, out.dims)};
+}
 
 struct Window {
   int spatial = 2;
@@ -254,7 +275,6 @@ std::vector<Value> avg_pool_backward(LowerCtx& c) {
   return {b.convert(crop(b, acc, w, in), c.out().elem)};
 }
 
-// ---------------------------------------------------------------------------
 // Upsampling
 
 enum class Interp { Nearest, NearestExact, Linear };
@@ -385,55 +405,55 @@ std::vector<Value> adaptive_avg_pool_backward(LowerCtx& c) {
 
 }  // namespace
 
-void append_pool(std::vector<Lowering>& t) {
-  t.push_back({"max_pool2d_with_indices", max_pool<2>, {"max_pool2d_with_indices", "max_pool2d_with_indices.out"}});
-  t.push_back({"max_pool3d_with_indices", max_pool<3>, {"max_pool3d_with_indices", "max_pool3d_with_indices.out"}});
+void append_pooling(std::vector<Lowering>& t) {
+  t.push_back({"max_unpool2d", [](LowerCtx& c) { return max_unpool(c, 2); }, {"max_unpool2d+"}});
+  t.push_back({"max_unpool3d", [](LowerCtx& c) { return max_unpool(c, 3); }, {"max_unpool3d+"}});
+  t.push_back({"max_pool2d_with_indices", max_pool<2>, {"max_pool2d_with_indices+"}});
+  t.push_back({"max_pool3d_with_indices", max_pool<3>, {"max_pool3d_with_indices+"}});
   t.push_back({"max_pool2d_with_indices_backward", max_pool_backward<2>,
-               {"max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward.grad_input"}});
+               {"max_pool2d_with_indices_backward+"}});
   t.push_back({"max_pool3d_with_indices_backward", max_pool_backward<3>,
-               {"max_pool3d_with_indices_backward", "max_pool3d_with_indices_backward.grad_input"}});
-  t.push_back({"avg_pool2d", avg_pool<2>, {"avg_pool2d", "avg_pool2d.out"}});
-  t.push_back({"avg_pool3d", avg_pool<3>, {"avg_pool3d", "avg_pool3d.out"}});
-  t.push_back({"avg_pool2d_backward", avg_pool_backward<2>, {"avg_pool2d_backward", "avg_pool2d_backward.grad_input"}});
-  t.push_back({"avg_pool3d_backward", avg_pool_backward<3>, {"avg_pool3d_backward", "avg_pool3d_backward.grad_input"}});
-
-  t.push_back({"adaptive_avg_pool2d", adaptive_avg_pool, {"_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"}});
-  t.push_back({"adaptive_avg_pool3d", adaptive_avg_pool, {"_adaptive_avg_pool3d", "_adaptive_avg_pool3d.out"}});
+               {"max_pool3d_with_indices_backward+"}});
+  t.push_back({"avg_pool2d", avg_pool<2>, {"avg_pool2d+"}});
+  t.push_back({"avg_pool3d", avg_pool<3>, {"avg_pool3d+"}});
+  t.push_back({"avg_pool2d_backward", avg_pool_backward<2>, {"avg_pool2d_backward+"}});
+  t.push_back({"avg_pool3d_backward", avg_pool_backward<3>, {"avg_pool3d_backward+"}});
+  t.push_back({"adaptive_avg_pool2d", adaptive_avg_pool, {"_adaptive_avg_pool2d+"}});
+  t.push_back({"adaptive_avg_pool3d", adaptive_avg_pool, {"_adaptive_avg_pool3d+"}});
   t.push_back({"adaptive_avg_pool2d_backward", adaptive_avg_pool_backward<2>,
-               {"_adaptive_avg_pool2d_backward", "_adaptive_avg_pool2d_backward.out"}});
+               {"_adaptive_avg_pool2d_backward+"}});
   t.push_back({"adaptive_avg_pool3d_backward", adaptive_avg_pool_backward<3>,
-               {"_adaptive_avg_pool3d_backward", "_adaptive_avg_pool3d_backward.out"}});
-  t.push_back({"upsample_nearest1d", upsample<Interp::Nearest, 1>, {"upsample_nearest1d", "upsample_nearest1d.out"}});
-  t.push_back({"upsample_nearest2d", upsample<Interp::Nearest, 2>, {"upsample_nearest2d", "upsample_nearest2d.out"}});
-  t.push_back({"upsample_nearest3d", upsample<Interp::Nearest, 3>, {"upsample_nearest3d", "upsample_nearest3d.out"}});
+               {"_adaptive_avg_pool3d_backward+"}});
+  t.push_back({"upsample_nearest1d", upsample<Interp::Nearest, 1>, {"upsample_nearest1d+"}});
+  t.push_back({"upsample_nearest2d", upsample<Interp::Nearest, 2>, {"upsample_nearest2d+"}});
+  t.push_back({"upsample_nearest3d", upsample<Interp::Nearest, 3>, {"upsample_nearest3d+"}});
   t.push_back({"upsample_nearest_exact1d", upsample<Interp::NearestExact, 1>,
-               {"_upsample_nearest_exact1d", "_upsample_nearest_exact1d.out"}});
+               {"_upsample_nearest_exact1d+"}});
   t.push_back({"upsample_nearest_exact2d", upsample<Interp::NearestExact, 2>,
-               {"_upsample_nearest_exact2d", "_upsample_nearest_exact2d.out"}});
+               {"_upsample_nearest_exact2d+"}});
   t.push_back({"upsample_nearest_exact3d", upsample<Interp::NearestExact, 3>,
-               {"_upsample_nearest_exact3d", "_upsample_nearest_exact3d.out"}});
-  t.push_back({"upsample_linear1d", upsample<Interp::Linear, 1>, {"upsample_linear1d", "upsample_linear1d.out"}});
-  t.push_back({"upsample_bilinear2d", upsample<Interp::Linear, 2>, {"upsample_bilinear2d", "upsample_bilinear2d.out"}});
-  t.push_back({"upsample_trilinear3d", upsample<Interp::Linear, 3>, {"upsample_trilinear3d", "upsample_trilinear3d.out"}});
-
+               {"_upsample_nearest_exact3d+"}});
+  t.push_back({"upsample_linear1d", upsample<Interp::Linear, 1>, {"upsample_linear1d+"}});
+  t.push_back({"upsample_bilinear2d", upsample<Interp::Linear, 2>, {"upsample_bilinear2d+"}});
+  t.push_back({"upsample_trilinear3d", upsample<Interp::Linear, 3>, {"upsample_trilinear3d+"}});
   t.push_back({"upsample_nearest1d_backward", upsample_backward<Interp::Nearest, 1>,
-               {"upsample_nearest1d_backward", "upsample_nearest1d_backward.grad_input"}});
+               {"upsample_nearest1d_backward+"}});
   t.push_back({"upsample_nearest2d_backward", upsample_backward<Interp::Nearest, 2>,
-               {"upsample_nearest2d_backward", "upsample_nearest2d_backward.grad_input"}});
+               {"upsample_nearest2d_backward+"}});
   t.push_back({"upsample_nearest3d_backward", upsample_backward<Interp::Nearest, 3>,
-               {"upsample_nearest3d_backward", "upsample_nearest3d_backward.grad_input"}});
+               {"upsample_nearest3d_backward+"}});
   t.push_back({"upsample_nearest_exact1d_backward", upsample_backward<Interp::NearestExact, 1>,
-               {"_upsample_nearest_exact1d_backward", "_upsample_nearest_exact1d_backward.grad_input"}});
+               {"_upsample_nearest_exact1d_backward+"}});
   t.push_back({"upsample_nearest_exact2d_backward", upsample_backward<Interp::NearestExact, 2>,
-               {"_upsample_nearest_exact2d_backward", "_upsample_nearest_exact2d_backward.grad_input"}});
+               {"_upsample_nearest_exact2d_backward+"}});
   t.push_back({"upsample_nearest_exact3d_backward", upsample_backward<Interp::NearestExact, 3>,
-               {"_upsample_nearest_exact3d_backward", "_upsample_nearest_exact3d_backward.grad_input"}});
+               {"_upsample_nearest_exact3d_backward+"}});
   t.push_back({"upsample_linear1d_backward", upsample_backward<Interp::Linear, 1>,
-               {"upsample_linear1d_backward", "upsample_linear1d_backward.grad_input"}});
+               {"upsample_linear1d_backward+"}});
   t.push_back({"upsample_bilinear2d_backward", upsample_backward<Interp::Linear, 2>,
-               {"upsample_bilinear2d_backward", "upsample_bilinear2d_backward.grad_input"}});
+               {"upsample_bilinear2d_backward+"}});
   t.push_back({"upsample_trilinear3d_backward", upsample_backward<Interp::Linear, 3>,
-               {"upsample_trilinear3d_backward", "upsample_trilinear3d_backward.grad_input"}});
+               {"upsample_trilinear3d_backward+"}});
 }
 
 }  // namespace ttpu::ops

@@ -1,6 +1,9 @@
-// Matrix products. float32 dots request the precision that
-// torch.get_float32_matmul_precision() asks for; bf16/f16 dots accumulate in f32;
-// _scaled_mm (float8 operands with scales) computes in f32.
+// Linear algebra on the device: matrix products (mm, bmm, addmm, baddbmm,
+// mv, dot, addmv), torch.linalg.cross and _scaled_mm. float32 dots request
+// the precision that torch.get_float32_matmul_precision() asks for; bf16/f16
+// dots accumulate in f32; _scaled_mm (float8 operands with scales) computes
+// in f32. Decompositions that need the host run in csrc/aten/host_ops.cpp.
+
 #include <stdexcept>
 #include <string>
 
@@ -9,6 +12,8 @@
 namespace ttpu::ops {
 
 namespace {
+
+using shlo::Compare;
 
 Value dot(LowerCtx& c, const Value& a, const Value& b, std::vector<int64_t> batch_a, std::vector<int64_t> batch_b,
           std::vector<int64_t> con_a, std::vector<int64_t> con_b) {
@@ -99,17 +104,35 @@ std::vector<Value> scaled_mm(LowerCtx& c) {
   return {b.convert(acc, out.elem)};
 }
 
+std::vector<Value> linalg_cross(LowerCtx& c) {
+  // linalg_cross(self, other, dim): 3-vectors along dim, broadcast.
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  if (out.numel() == 0) return {b.constant(0, out.elem, out.dims)};
+  Value x = broadcast_convert(b, c.t(0), out), y = broadcast_convert(b, c.t(1), out);
+  int64_t rank = out.rank(), dim = wrap_dim(c.i(2), rank);
+  auto comp = [&](const Value& v, int64_t i) {
+    std::vector<int64_t> start(rank, 0), limit = out.dims, stride(rank, 1);
+    start[dim] = i;
+    limit[dim] = i + 1;
+    return b.slice(v, start, limit, stride);
+  };
+  auto term = [&](int64_t i, int64_t j) { return b.sub(b.mul(comp(x, i), comp(y, j)), b.mul(comp(x, j), comp(y, i))); };
+  return {b.concatenate({term(1, 2), term(2, 0), term(0, 1)}, dim)};
+}
+
 }  // namespace
 
-void append_matmul(std::vector<Lowering>& t) {
-  t.push_back({"mm", mm, {"mm", "mm.out"}, kUsesMatmulPrecision});
-  t.push_back({"bmm", bmm, {"bmm", "bmm.out"}, kUsesMatmulPrecision});
-  t.push_back({"addmm", addmm, {"addmm", "addmm.out", "addmm_"}, kUsesMatmulPrecision});
-  t.push_back({"baddbmm", baddbmm, {"baddbmm", "baddbmm.out", "baddbmm_"}, kUsesMatmulPrecision});
-  t.push_back({"mv", mv, {"mv", "mv.out"}, kUsesMatmulPrecision});
-  t.push_back({"dot", dot1d, {"dot", "dot.out", "vdot"}, kUsesMatmulPrecision});
-  t.push_back({"addmv", addmv, {"addmv", "addmv.out", "addmv_"}, kUsesMatmulPrecision});
-  t.push_back({"scaled_mm", scaled_mm, {"_scaled_mm", "_scaled_mm.out"}, kNoPromotion});
+void append_linalg(std::vector<Lowering>& t) {
+  t.push_back({"mm", mm, {"mm+"}, kUsesMatmulPrecision});
+  t.push_back({"bmm", bmm, {"bmm+"}, kUsesMatmulPrecision});
+  t.push_back({"addmm", addmm, {"addmm+"}, kUsesMatmulPrecision});
+  t.push_back({"baddbmm", baddbmm, {"baddbmm+"}, kUsesMatmulPrecision});
+  t.push_back({"mv", mv, {"mv+"}, kUsesMatmulPrecision});
+  t.push_back({"dot", dot1d, {"dot+", "vdot"}, kUsesMatmulPrecision});
+  t.push_back({"addmv", addmv, {"addmv+"}, kUsesMatmulPrecision});
+  t.push_back({"scaled_mm", scaled_mm, {"_scaled_mm+"}, kNoPromotion});
+  t.push_back({"linalg_cross", linalg_cross, {"linalg_cross+"}});
 }
 
 }  // namespace ttpu::ops

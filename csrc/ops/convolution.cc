@@ -1,5 +1,7 @@
-// Convolution (forward and backward as StableHLO convolutions), batch norm
-// (training and eval, running stats written back). Pooling is in pool.cc.
+// Convolution, forward and backward, as StableHLO convolutions (any
+// number of spatial dims, groups, dilation, transposed), and im2col/col2im
+// (nn.Unfold / nn.Fold).
+
 #include <stdexcept>
 #include <string>
 
@@ -36,12 +38,6 @@ ConvParams conv_params(LowerCtx& c, size_t first, int spatial) {
   p.output_padding = expand(c.ints(first + 4), 0);
   p.groups = c.i(first + 5);
   return p;
-}
-
-std::string dims_spec(const char* lead, int spatial) {
-  std::string s = std::string("[") + lead;
-  for (int i = 0; i < spatial; ++i) s += ", " + std::to_string(i);
-  return s + "]";
 }
 
 std::string labels(const char* a, const char* b, int spatial) {
@@ -231,110 +227,68 @@ std::vector<Value> conv_backward(LowerCtx& c) {
   return results;
 }
 
-// ---------------------------------------------------------------------------
-// Batch norm over every dim but 1.
-
-std::vector<int64_t> non_channel_dims(int rank) {
-  std::vector<int64_t> d{0};
-  for (int i = 2; i < rank; ++i) d.push_back(i);
-  return d;
-}
-
-Value per_channel(Builder& b, const Value& v, const TensorType& like) {
-  return b.broadcast_in_dim(b.convert(v, like.elem), like.dims, {1});
-}
-
-std::vector<Value> batch_norm(LowerCtx& c) {
-  // native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
-  //   -> (out, save_mean, save_invstd); running stats updated in training.
+// im2col(self, kernel_size, dilation, padding, stride): [N, C, H, W] -> [N, C*kh*kw, L]
+std::vector<Value> im2col(LowerCtx& c) {
   Builder& b = c.b;
-  ElemType t = c.out(0).elem, acc = accumulate_type(t);
-  Value x = b.convert(c.t(0), acc);
-  int64_t C = x.type.dims[1];
-  auto dims = non_channel_dims(x.type.rank());
-  int64_t n = x.type.numel() / std::max<int64_t>(C, 1);
-  bool training = c.flag(5);
-  double momentum = c.d(6), eps = c.d(7);
-  Value mean, var;
-  if (training) {
-    mean = b.div(b.reduce(x, b.constant(0, acc), dims, Reducer::Add), b.constant((double)n, acc, {C}));
-    Value xc = b.sub(x, per_channel(b, mean, x.type));
-    var = b.div(b.reduce(b.mul(xc, xc), b.constant(0, acc), dims, Reducer::Add), b.constant((double)n, acc, {C}));
-  } else {
-    mean = b.convert(c.t(3), acc);
-    var = b.convert(c.t(4), acc);
-  }
-  Value invstd = b.unary("rsqrt", b.add(var, b.constant(eps, acc, {C})));
-  Value y = b.mul(b.sub(x, per_channel(b, mean, x.type)), per_channel(b, invstd, x.type));
-  if (c.has(1)) y = b.mul(y, per_channel(b, c.t(1), x.type));
-  if (c.has(2)) y = b.add(y, per_channel(b, c.t(2), x.type));
-  std::vector<Value> r{b.convert(y, t)};
-  // save_mean / save_invstd: empty in eval, as on CPU (shapes from the meta function).
-  r.push_back(training ? b.convert(mean, c.out(1).elem) : b.constant(0, c.out(1).elem, c.out(1).dims));
-  r.push_back(training ? b.convert(invstd, c.out(2).elem) : b.constant(0, c.out(2).elem, c.out(2).dims));
-  // Running statistics (written back by the runtime when present).
-  for (size_t k : {3, 4}) {
-    if (!c.has(k)) {
-      r.push_back(b.constant(0, acc, {C}));
-      continue;
+  Value x = c.t(0);
+  bool batched = x.type.rank() == 4;
+  if (!batched) x = b.reshape(x, {1, x.type.dims[0], x.type.dims[1], x.type.dims[2]});
+  const auto &k = c.ints(1), &dil = c.ints(2), &pad = c.ints(3), &st = c.ints(4);
+  int64_t N = x.type.dims[0], C = x.type.dims[1], H = x.type.dims[2], W = x.type.dims[3];
+  int64_t oh = (H + 2 * pad[0] - dil[0] * (k[0] - 1) - 1) / st[0] + 1;
+  int64_t ow = (W + 2 * pad[1] - dil[1] * (k[1] - 1) - 1) / st[1] + 1;
+  const TensorType& out = c.out();
+  if (out.numel() == 0) return {b.constant(0, out.elem, out.dims)};
+  Value xp = b.pad(x, b.constant(0, x.type.elem), {0, 0, pad[0], pad[1]}, {0, 0, pad[0], pad[1]});
+  std::vector<Value> parts;
+  for (int64_t i = 0; i < k[0]; ++i)
+    for (int64_t j = 0; j < k[1]; ++j) {
+      Value s = b.slice(xp, {0, 0, i * dil[0], j * dil[1]},
+                        {N, C, i * dil[0] + st[0] * (oh - 1) + 1, j * dil[1] + st[1] * (ow - 1) + 1}, {1, 1, st[0], st[1]});
+      parts.push_back(b.reshape(s, {N, C, 1, oh * ow}));
     }
-    Value old = b.convert(c.t(k), acc);
-    if (!training) {
-      r.push_back(old);
-      continue;
-    }
-    Value stat = k == 3 ? mean : b.mul(var, b.constant(n > 1 ? (double)n / (n - 1) : 1.0, acc, {C}));
-    Value m = b.constant(momentum, acc, {C});
-    r.push_back(b.add(b.mul(b.sub(b.constant(1, acc, {C}), m), old), b.mul(m, stat)));
-  }
-  return r;
+  Value r = b.concatenate(parts, 2);
+  return {b.reshape(r, out.dims)};
 }
 
-std::vector<Value> batch_norm_backward(LowerCtx& c) {
-  // native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
-  //                            save_invstd?, train, eps, output_mask)
+// col2im(self, output_size, kernel_size, dilation, padding, stride): the transpose of im2col.
+std::vector<Value> col2im(LowerCtx& c) {
   Builder& b = c.b;
-  ElemType t = c.t(1).type.elem, acc = accumulate_type(t);
-  Value g = b.convert(c.t(0), acc), x = b.convert(c.t(1), acc);
-  int64_t C = x.type.dims[1];
-  auto dims = non_channel_dims(x.type.rank());
-  int64_t n = x.type.numel() / std::max<int64_t>(C, 1);
-  bool train = c.flag(7);
-  Value mean, invstd;
-  if (train) {
-    mean = b.convert(c.t(5), acc);
-    invstd = b.convert(c.t(6), acc);
-  } else {
-    mean = b.convert(c.t(3), acc);
-    invstd = b.unary("rsqrt", b.add(b.convert(c.t(4), acc), b.constant(c.d(8), acc, {C})));
-  }
-  Value w = c.has(2) ? b.convert(c.t(2), acc) : b.constant(1, acc, {C});
-  Value xhat = b.mul(b.sub(x, per_channel(b, mean, x.type)), per_channel(b, invstd, x.type));
-  Value sum_g = b.reduce(g, b.constant(0, acc), dims, Reducer::Add);
-  Value sum_gx = b.reduce(b.mul(g, xhat), b.constant(0, acc), dims, Reducer::Add);
-  Value gi;
-  if (train) {
-    Value nn = b.constant((double)n, acc, {C});
-    Value term = b.sub(b.sub(g, per_channel(b, b.div(sum_g, nn), x.type)),
-                       b.mul(xhat, per_channel(b, b.div(sum_gx, nn), x.type)));
-    gi = b.mul(term, per_channel(b, b.mul(invstd, w), x.type));
-  } else {
-    gi = b.mul(g, per_channel(b, b.mul(invstd, w), x.type));
-  }
-  std::vector<Value> r;
-  r.push_back(c.wants(0) ? b.convert(gi, c.out(0).elem) : b.constant(0, c.out(0).elem, c.out(0).dims));
-  r.push_back(c.wants(1) ? b.convert(sum_gx, c.out(1).elem) : b.constant(0, c.out(1).elem, c.out(1).dims));
-  r.push_back(c.wants(2) ? b.convert(sum_g, c.out(2).elem) : b.constant(0, c.out(2).elem, c.out(2).dims));
-  return r;
+  Value x = c.t(0);
+  const TensorType& out = c.out();
+  bool batched = x.type.rank() == 3;
+  if (!batched) x = b.reshape(x, {1, x.type.dims[0], x.type.dims[1]});
+  const auto &osz = c.ints(1), &k = c.ints(2), &dil = c.ints(3), &pad = c.ints(4), &st = c.ints(5);
+  int64_t N = x.type.dims[0], C = x.type.dims[1] / (k[0] * k[1]);
+  int64_t H = osz[0], W = osz[1];
+  int64_t oh = (H + 2 * pad[0] - dil[0] * (k[0] - 1) - 1) / st[0] + 1;
+  int64_t ow = (W + 2 * pad[1] - dil[1] * (k[1] - 1) - 1) / st[1] + 1;
+  if (out.numel() == 0) return {b.constant(0, out.elem, out.dims)};
+  ElemType acc = accumulate_type(out.elem);
+  Value cols = b.reshape(b.convert(x, acc), {N, C, k[0] * k[1], oh, ow});
+  int64_t Hp = H + 2 * pad[0], Wp = W + 2 * pad[1];
+  Value sum = b.constant(0, acc, {N, C, Hp, Wp});
+  Value zero = b.constant(0, acc);
+  for (int64_t i = 0; i < k[0]; ++i)
+    for (int64_t j = 0; j < k[1]; ++j) {
+      int64_t q = i * k[1] + j;
+      Value blk = b.reshape(b.slice(cols, {0, 0, q, 0, 0}, {N, C, q + 1, oh, ow}, {1, 1, 1, 1, 1}), {N, C, oh, ow});
+      int64_t lo_h = i * dil[0], lo_w = j * dil[1];
+      int64_t hi_h = Hp - lo_h - (st[0] * (oh - 1) + 1), hi_w = Wp - lo_w - (st[1] * (ow - 1) + 1);
+      Value placed = b.pad(blk, zero, {0, 0, lo_h, lo_w}, {0, 0, hi_h, hi_w}, {0, 0, st[0] - 1, st[1] - 1});
+      sum = b.add(sum, placed);
+    }
+  Value r = b.slice(sum, {0, 0, pad[0], pad[1]}, {N, C, pad[0] + H, pad[1] + W}, {1, 1, 1, 1});
+  return {b.convert(b.reshape(r, out.dims), out.elem)};
 }
 
 }  // namespace
 
-void append_conv(std::vector<Lowering>& t) {
+void append_convolution(std::vector<Lowering>& t) {
   t.push_back({"convolution", conv_forward, {"convolution_overrideable"}, kUsesMatmulPrecision, conv_infer});
   t.push_back({"convolution_backward", conv_backward, {"convolution_backward_overrideable"}, kUsesMatmulPrecision, conv_backward_infer});
-  t.push_back({"batch_norm", batch_norm, {"native_batch_norm"}, 0, nullptr, {3, 4}});
-  t.push_back({"batch_norm_backward", batch_norm_backward, {"native_batch_norm_backward"}});
+  t.push_back({"im2col", im2col, {"im2col+"}});
+  t.push_back({"col2im", col2im, {"col2im+"}});
 }
 
 }  // namespace ttpu::ops

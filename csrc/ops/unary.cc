@@ -1,0 +1,297 @@
+// Elementwise math on one operand: exp/log families, roots, trigonometric
+// and hyperbolic functions and their inverses, rounding, sign and
+// classification (isnan, isinf, signbit), logit, nan_to_num. Float math on
+// reduced precision and on integers runs in the compute type PyTorch's CPU
+// kernels use (f32 for f16/bf16).
+
+#include <cmath>
+#include <stdexcept>
+
+#include "ops/lowering.h"
+#include "ops/elementwise.h"
+
+namespace ttpu::ops {
+
+namespace {
+
+using shlo::Compare;
+using namespace ew;
+
+std::vector<Value> unary(LowerCtx& c, const char* op) {
+  Value x = in(c, 0, float_compute(c));
+  return finish(c, c.b.unary(op, x));
+}
+
+// Same-type unary (abs, neg): integers stay integers.
+std::vector<Value> unary_same(LowerCtx& c, const char* op) {
+  Value x = in(c, 0, accumulate_type(c.out().elem));
+  return finish(c, c.b.unary(op, x));
+}
+
+// floor/ceil/round of an integer tensor is the tensor itself, as on CPU; a
+// bool one is refused by the emitter's type check, as CPU refuses it.
+std::vector<Value> rounding(LowerCtx& c, const char* op) {
+  Value x = in(c, 0, accumulate_type(c.out().elem));
+  if (shlo::is_integral(x.type.elem)) return finish(c, x);
+  return finish(c, c.b.unary(op, x));
+}
+
+// abs of a complex tensor is its magnitude (a real result): stablehlo.abs
+// takes the complex value itself; converting it to the real result type
+// first would keep only the real part.
+std::vector<Value> abs(LowerCtx& c) {
+  Value x = c.t(0);
+  if (shlo::is_complex(x.type.elem)) {
+    ElemType part = x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+    return finish(c, c.b.op("abs", {x}, TensorType{part, x.type.dims}));
+  }
+  if (shlo::is_unsigned_int(c.out().elem)) return {in(c, 0, c.out().elem)};  // |x| of unsigned is x
+  return unary_same(c, "abs");
+}
+
+std::vector<Value> sigmoid_fwd(LowerCtx& c) { return finish(c, sigmoid(c.b, in(c, 0, float_compute(c)))); }
+
+std::vector<Value> sign(LowerCtx& c) {
+  ElemType ct = accumulate_type(c.out().elem);
+  if (ct == ElemType::Pred) return {in(c, 0, ct)};
+  Value x = in(c, 0, ct);
+  if (shlo::is_unsigned_int(ct))  // stablehlo.sign takes signed types only
+    return finish(c, c.b.convert(c.b.compare(Compare::NE, x, cst(c, 0, x)), ct));
+  if (shlo::is_float(ct)) {
+    // CPU: (0 < x) - (x < 0), so sign(NaN) is 0 and sign(-0.0) is +0.0;
+    // stablehlo.sign keeps NaN and -0.0.
+    Value pos = c.b.convert(c.b.compare(Compare::GT, x, cst(c, 0, x)), ct);
+    Value neg = c.b.convert(c.b.compare(Compare::LT, x, cst(c, 0, x)), ct);
+    return finish(c, c.b.sub(pos, neg));
+  }
+  return finish(c, c.b.unary("sign", x));
+}
+
+// A complex value is NaN (or infinite) when either part is, and finite when
+// both parts are.
+std::pair<Value, Value> complex_parts(Builder& b, const Value& z) {
+  TensorType pt{z.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, z.type.dims};
+  return {b.op("real", {z}, pt), b.op("imag", {z}, pt)};
+}
+
+Value is_nan(Builder& b, const Value& x) { return b.compare(Compare::NE, x, x); }
+
+Value is_inf(Builder& b, const Value& x) {
+  return b.compare(Compare::EQ, b.unary("abs", x), b.constant(INFINITY, x.type.elem, x.type.dims));
+}
+
+Value is_finite(Builder& b, const Value& x) { return b.op("is_finite", {x}, TensorType{ElemType::Pred, x.type.dims}); }
+
+std::vector<Value> isnan_op(LowerCtx& c) {
+  Value x = c.t(0);
+  if (shlo::is_complex(x.type.elem)) {
+    auto [re, im] = complex_parts(c.b, x);
+    return {c.b.binary("or", is_nan(c.b, re), is_nan(c.b, im))};
+  }
+  if (!shlo::is_float(x.type.elem)) return {c.b.constant(0, ElemType::Pred, c.out().dims)};
+  return {is_nan(c.b, x)};
+}
+
+// isinf/isposinf/isneginf/isfinite: integers are always finite.
+std::vector<Value> inf_test(LowerCtx& c, int sign, bool finite) {
+  Value x = c.t(0);
+  Builder& b = c.b;
+  if (shlo::is_complex(x.type.elem)) {  // isposinf/isneginf refuse complex in the meta function
+    auto [re, im] = complex_parts(b, x);
+    if (finite) return {b.binary("and", is_finite(b, re), is_finite(b, im))};
+    return {b.binary("or", is_inf(b, re), is_inf(b, im))};
+  }
+  if (!shlo::is_float(x.type.elem)) return {b.constant(finite ? 1 : 0, ElemType::Pred, c.out().dims)};
+  if (finite) return {is_finite(b, x)};
+  Value pos = b.compare(Compare::EQ, x, b.constant(INFINITY, x.type.elem, x.type.dims));
+  Value neg = b.compare(Compare::EQ, x, b.constant(-INFINITY, x.type.elem, x.type.dims));
+  if (sign > 0) return {pos};
+  if (sign < 0) return {neg};
+  return {b.binary("or", pos, neg)};
+}
+
+std::vector<Value> reciprocal(LowerCtx& c) {
+  Value x = in(c, 0, float_compute(c));
+  return finish(c, c.b.div(cst(c, 1, x), x));
+}
+
+// sqrt(1 - x^2), sqrt(x^2 + 1), sqrt(x^2 - 1)
+Value sqrt_1mx2(Builder& b, const Value& x) { return b.unary("sqrt", b.sub(k(b, 1, x), b.mul(x, x))); }
+
+Value trunc(Builder& b, const Value& x) {
+  return where_lt(b, x, k(b, 0, x), b.unary("ceil", x), b.unary("floor", x));
+}
+
+Value asin_(Builder& b, const Value& x) { return b.binary("atan2", x, sqrt_1mx2(b, x)); }
+
+Value acos_(Builder& b, const Value& x) { return b.binary("atan2", sqrt_1mx2(b, x), x); }
+
+Value atan_(Builder& b, const Value& x) { return b.binary("atan2", x, k(b, 1, x)); }
+
+Value tan_(Builder& b, const Value& x) { return b.div(b.unary("sine", x), b.unary("cosine", x)); }
+
+Value sinh_(Builder& b, const Value& x) {
+  return b.mul(k(b, 0.5, x), b.sub(b.unary("exponential_minus_one", x), b.unary("exponential_minus_one", neg(b, x))));
+}
+
+Value cosh_(Builder& b, const Value& x) {
+  return b.mul(k(b, 0.5, x), b.add(b.unary("exponential", x), b.unary("exponential", neg(b, x))));
+}
+
+Value asinh_(Builder& b, const Value& x) {
+  // sign(x) * log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): accurate near 0; large |x| via log(2|x|)
+  Value a = b.unary("abs", x);
+  Value a2 = b.mul(a, a);
+  Value small = b.unary("log_plus_one", b.add(a, b.div(a2, b.add(k(b, 1, x), b.unary("sqrt", b.add(a2, k(b, 1, x)))))));
+  Value large = b.add(b.unary("log", a), k(b, std::log(2.0), x));
+  Value r = where_lt(b, a, k(b, 1e8, x), small, large);
+  return b.mul(b.unary("sign", x), r);
+}
+
+Value acosh_(Builder& b, const Value& x) {
+  // log(x + sqrt(x^2 - 1)) = log1p((x - 1) + sqrt((x - 1)(x + 1))); large x via log(2x)
+  Value xm1 = b.sub(x, k(b, 1, x));
+  Value near = b.unary("log_plus_one", b.add(xm1, b.unary("sqrt", b.mul(xm1, b.add(x, k(b, 1, x))))));
+  Value large = b.add(b.unary("log", x), k(b, std::log(2.0), x));
+  return where_lt(b, x, k(b, 1e8, x), near, large);
+}
+
+Value atanh_(Builder& b, const Value& x) {
+  // 0.5 * log1p(2x / (1 - x))
+  return b.mul(k(b, 0.5, x), b.unary("log_plus_one", b.div(b.mul(k(b, 2, x), x), b.sub(k(b, 1, x), x))));
+}
+
+Value log2_(Builder& b, const Value& x) { return b.div(b.unary("log", x), k(b, std::log(2.0), x)); }
+
+Value log10_(Builder& b, const Value& x) { return b.div(b.unary("log", x), k(b, std::log(10.0), x)); }
+
+Value exp2_(Builder& b, const Value& x) { return b.binary("power", k(b, 2, x), x); }
+
+Value erfc_(Builder& b, const Value& x) {
+  // CHLO's erfc keeps its relative accuracy in the right tail, where 1 - erf(x) is 0
+  return b.op("chlo.erfc", {x}, x.type);
+}
+
+Value frac_(Builder& b, const Value& x) { return b.sub(x, trunc(b, x)); }
+
+Value sinc_(Builder& b, const Value& x) {
+  Value px = b.mul(x, k(b, M_PI, x));
+  Value zero = b.compare(Compare::EQ, x, k(b, 0, x));
+  Value safe = b.select(zero, k(b, 1, x), px);
+  return b.select(zero, k(b, 1, x), b.div(b.unary("sine", safe), safe));
+}
+
+Value deg2rad_(Builder& b, const Value& x) { return b.mul(x, k(b, M_PI / 180.0, x)); }
+
+Value rad2deg_(Builder& b, const Value& x) { return b.mul(x, k(b, 180.0 / M_PI, x)); }
+
+// trunc keeps integers as they are.
+std::vector<Value> trunc_op(LowerCtx& c) {
+  ElemType t = c.out().elem;
+  Value x = ew_in(c, 0, accumulate_type(t));
+  if (x.type.elem == ElemType::Pred) throw shlo::ElementTypeError("trunc does not take i1 operands");
+  return as_out(c, shlo::is_float(t) ? trunc(c.b, x) : x);
+}
+
+std::vector<Value> logit(LowerCtx& c) {
+  // logit(self, eps?): eps is a compile-time float
+  Builder& b = c.b;
+  Value x = x0(c);
+  if (c.has(1)) x = b.clamp(k(b, c.d(1), x), x, k(b, 1 - c.d(1), x));
+  return as_out(c, b.unary("log", b.div(x, b.sub(k(b, 1, x), x))));
+}
+
+std::vector<Value> logit_backward(LowerCtx& c) {
+  // logit_backward(grad_output, self, eps?): zero outside [eps, 1 - eps]
+  Builder& b = c.b;
+  Value g = ew_in(c, 0, float_compute(c)), x = ew_in(c, 1, float_compute(c));
+  Value r = b.div(g, b.mul(x, b.sub(k(b, 1, x), x)));
+  if (c.has(2)) {
+    Value out = b.binary("or", b.compare(Compare::LT, x, k(b, c.d(2), x)), b.compare(Compare::GT, x, k(b, 1 - c.d(2), x)));
+    r = b.select(out, k(b, 0, x), r);
+  }
+  return as_out(c, r);
+}
+
+std::vector<Value> conj_physical(LowerCtx& c) {
+  Builder& b = c.b;
+  Value x = c.t(0);
+  if (!shlo::is_complex(x.type.elem)) return {x};
+  ElemType part = x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+  TensorType pt{part, x.type.dims};
+  Value re = b.op("real", {x}, pt), im = b.op("imag", {x}, pt);
+  return {b.op("complex", {re, b.unary("negate", im)}, x.type)};
+}
+
+std::vector<Value> nan_to_num(LowerCtx& c) {
+  // nan_to_num(self, nan?, posinf?, neginf?); integers pass through
+  Builder& b = c.b;
+  ElemType t = c.out().elem;
+  Value x = ew_in(c, 0, t);
+  if (!shlo::is_float(t)) return {x};
+  double big = t == ElemType::F16 ? 65504.0 : t == ElemType::BF16 ? 3.3895313892515355e38
+               : t == ElemType::F32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
+  Value nan = k(b, c.has(1) ? c.d(1) : 0.0, x);
+  Value pos = k(b, c.has(2) ? c.d(2) : big, x);
+  Value neg = k(b, c.has(3) ? c.d(3) : -big, x);
+  Value r = b.select(isnan(b, x), nan, x);
+  r = b.select(b.compare(Compare::EQ, x, k(b, INFINITY, x)), pos, r);
+  r = b.select(b.compare(Compare::EQ, x, k(b, -INFINITY, x)), neg, r);
+  return {r};
+}
+
+std::vector<Value> signbit_op(LowerCtx& c) { return {signbit(c.b, c.t(0))}; }
+
+}  // namespace
+
+void append_unary(std::vector<Lowering>& t) {
+  // Unary math: float results (integer inputs promote, as on CPU).
+  t.push_back({"exp", [](LowerCtx& c) { return unary(c, "exponential"); }, {"exp+"}});
+  t.push_back({"expm1", [](LowerCtx& c) { return unary(c, "exponential_minus_one"); }, {"expm1+"}});
+  t.push_back({"log", [](LowerCtx& c) { return unary(c, "log"); }, {"log+"}});
+  t.push_back({"log1p", [](LowerCtx& c) { return unary(c, "log_plus_one"); }, {"log1p+"}});
+  t.push_back({"sqrt", [](LowerCtx& c) { return unary(c, "sqrt"); }, {"sqrt+"}});
+  t.push_back({"rsqrt", [](LowerCtx& c) { return unary(c, "rsqrt"); }, {"rsqrt+"}});
+  t.push_back({"tanh", [](LowerCtx& c) { return unary(c, "tanh"); }, {"tanh+"}});
+  t.push_back({"sin", [](LowerCtx& c) { return unary(c, "sine"); }, {"sin+"}});
+  t.push_back({"cos", [](LowerCtx& c) { return unary(c, "cosine"); }, {"cos+"}});
+  t.push_back({"erf", [](LowerCtx& c) { return finish(c, erf(c.b, in(c, 0, float_compute(c)))); }, {"erf+"}});
+  t.push_back({"sigmoid", sigmoid_fwd, {"sigmoid+"}});
+  t.push_back({"reciprocal", reciprocal, {"reciprocal+"}});
+  t.push_back({"floor", [](LowerCtx& c) { return rounding(c, "floor"); }, {"floor+"}});
+  t.push_back({"ceil", [](LowerCtx& c) { return rounding(c, "ceil"); }, {"ceil+"}});
+  t.push_back({"round", [](LowerCtx& c) { return rounding(c, "round_nearest_even"); }, {"round+"}});
+  t.push_back({"neg", [](LowerCtx& c) { return unary_same(c, "negate"); }, {"neg+"}});
+  t.push_back({"abs", abs, {"abs+"}});
+  t.push_back({"sign", sign, {"sign+", "sgn+"}});
+  t.push_back({"isnan", isnan_op, {"isnan"}});
+  t.push_back({"isinf", [](LowerCtx& c) { return inf_test(c, 0, false); }, {"isinf"}});
+  t.push_back({"isposinf", [](LowerCtx& c) { return inf_test(c, 1, false); }, {"isposinf+"}});
+  t.push_back({"isneginf", [](LowerCtx& c) { return inf_test(c, -1, false); }, {"isneginf+"}});
+  t.push_back({"isfinite", [](LowerCtx& c) { return inf_test(c, 0, true); }, {"isfinite"}});
+  t.push_back({"asin", unary_float<asin_>, {"asin+"}});
+  t.push_back({"acos", unary_float<acos_>, {"acos+"}});
+  t.push_back({"atan", unary_float<atan_>, {"atan+"}});
+  t.push_back({"tan", unary_float<tan_>, {"tan+"}});
+  t.push_back({"sinh", unary_float<sinh_>, {"sinh+"}});
+  t.push_back({"cosh", unary_float<cosh_>, {"cosh+"}});
+  t.push_back({"asinh", unary_float<asinh_>, {"asinh+"}});
+  t.push_back({"acosh", unary_float<acosh_>, {"acosh+"}});
+  t.push_back({"atanh", unary_float<atanh_>, {"atanh+"}});
+  t.push_back({"log2", unary_float<log2_>, {"log2+"}});
+  t.push_back({"log10", unary_float<log10_>, {"log10+"}});
+  t.push_back({"exp2", unary_float<exp2_>, {"exp2+"}});
+  t.push_back({"erfc", unary_float<erfc_>, {"erfc+"}});
+  t.push_back({"frac", unary_float<frac_>, {"frac+"}});
+  t.push_back({"sinc", unary_float<sinc_>, {"sinc+"}});
+  t.push_back({"deg2rad", unary_float<deg2rad_>, {"deg2rad+"}});
+  t.push_back({"rad2deg", unary_float<rad2deg_>, {"rad2deg+"}});
+  t.push_back({"trunc", trunc_op, {"trunc+", "fix+"}});
+  t.push_back({"logit", logit, {"logit+"}});
+  t.push_back({"logit_backward", logit_backward, {"logit_backward+"}});
+  t.push_back({"conj_physical", conj_physical, {"conj_physical+"}});
+  t.push_back({"nan_to_num", nan_to_num, {"nan_to_num+"}});
+  t.push_back({"signbit", signbit_op, {"signbit+"}});
+}
+
+}  // namespace ttpu::ops
