@@ -384,19 +384,53 @@ Target target_from_platform(const std::string& platform) {
   return Target::Portable;
 }
 
-Value sum_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
-  // Portable: a plain reduce (what GPU and TPU compilers handle best).
-  bool leading = target() == Target::Cpu && !dims.empty() && static_cast<int>(dims.size()) < x.type.rank();
+// Gather along `dim` with a 1-D s64 index (result dim takes the index length).
+Value take_along(Builder& b, const Value& x, int64_t dim, const Value& index) {
+  int64_t rank = x.type.rank(), n = index.type.dims[0];
+  std::vector<int64_t> slice = x.type.dims, offset_dims;
+  slice[dim] = 1;
+  TensorType out{x.type.elem, x.type.dims};
+  out.dims[dim] = n;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) offset_dims.push_back(d);
+  std::string dn = "offset_dims = " + shlo::fmt_dims(offset_dims) + ", collapsed_slice_dims = [" + std::to_string(dim) +
+                   "], start_index_map = [" + std::to_string(dim) + "], index_vector_dim = 1";
+  return b.gather(x, b.reshape(index, {n, 1}), out, dn, slice);
+}
+
+// The transpose of take_along: rows of g added into `size` positions.
+Value add_along(Builder& b, const Value& g, int64_t dim, const Value& index, int64_t size) {
+  int64_t rank = g.type.rank(), n = index.type.dims[0];
+  std::vector<int64_t> dims = g.type.dims, window;
+  dims[dim] = size;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) window.push_back(d);
+  std::string dn = "update_window_dims = " + shlo::fmt_dims(window) + ", inserted_window_dims = [" +
+                   std::to_string(dim) + "], scatter_dims_to_operand_dims = [" + std::to_string(dim) +
+                   "], index_vector_dim = 1";
+  shlo::Reducer add = shlo::Reducer::Add;
+  return b.scatter(b.constant(0, g.type.elem, dims), b.reshape(index, {n, 1}), g, dn, &add);
+}
+
+namespace {
+
+// Portable: a plain reduce (what GPU and TPU compilers handle best).
+Value plain_sum(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
+  return b.reduce(x, b.constant(0, x.type.elem), dims, shlo::Reducer::Add);
+}
+
+// XLA:CPU: an f32 sum over leading dims (bias and LayerNorm weight
+// gradients) as a matrix product ones[2, R] . x[R, C], keeping row 0. XLA:CPU
+// emits the reduce as a slow column walk (32 us for 256x512 alone). A
+// vector-matrix product ones[R] . x is fast alone (11 us) but XLA fuses its
+// producer into it and emits the fusion element by element, re-evaluating
+// the producer per column: in the GPT backward those fusions were about 9% of
+// the step. Two rows make it a matrix product that goes to the GEMM library,
+// unfused. Still an f32 sum.
+Value column_sum_as_product(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
+  bool leading = !dims.empty() && static_cast<int>(dims.size()) < x.type.rank();
   for (size_t i = 0; i < dims.size() && leading; ++i) leading = dims[i] == static_cast<int64_t>(i);
-  if (!leading || x.type.elem != ElemType::F32 || x.type.numel() == 0)
-    return b.reduce(x, b.constant(0, x.type.elem), dims, shlo::Reducer::Add);
-  // A column sum (bias and LayerNorm weight gradients) as a matrix product
-  // ones[2, R] . x[R, C], keeping row 0. XLA:CPU emits the reduce as a slow
-  // column walk (32 us for 256x512 alone). A vector-matrix product ones[R] . x
-  // is fast alone (11 us) but XLA fuses its producer into it and emits the
-  // fusion element by element, re-evaluating the producer per column: in the
-  // GPT backward those fusions were about 9% of the step. Two rows make it a
-  // matrix product that goes to the GEMM library, unfused. Still an f32 sum.
+  if (!leading || x.type.elem != ElemType::F32 || x.type.numel() == 0) return plain_sum(b, x, dims);
   int64_t rows = 1, cols = 1;
   for (int i = 0; i < x.type.rank(); ++i) (i < static_cast<int>(dims.size()) ? rows : cols) *= x.type.dims[i];
   Value ones = b.constant(1, ElemType::F32, {2, rows});
@@ -405,6 +439,13 @@ Value sum_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims) {
   std::vector<int64_t> kept(x.type.dims.begin() + static_cast<long>(dims.size()), x.type.dims.end());
   return b.reshape(s, kept);
 }
+
+using SumRule = Value (*)(Builder&, const Value&, const std::vector<int64_t>&);
+const PerTarget<SumRule> kSumDims{plain_sum, {{Target::Cpu, column_sum_as_product}}};
+
+}  // namespace
+
+Value sum_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims) { return kSumDims.get()(b, x, dims); }
 
 Value reduce_loss(Builder& b, const Value& l, int64_t reduction) {
   if (reduction == 0) return l;

@@ -328,11 +328,8 @@ ScatterArgs scatter_args(LowerCtx& c) {
 std::vector<Value> scatter_reduce(LowerCtx& c) {
   // scatter_reduce.two(self, dim, index, src, reduce, include_self)
   Builder& b = c.b;
-  ScatterArgs sa = scatter_args(c);
-  if (sa.empty) return {sa.self};
-  Value self = sa.self, index = sa.index;
-  bool zero_d = sa.zero_d;
-  int64_t rank = sa.rank, dim = sa.dim;
+  auto [self, index, dim, rank, zero_d, empty] = scatter_args(c);
+  if (empty) return {self};
   Value src = b.convert(c.t(3), self.type.elem);
   if (zero_d) src = b.reshape(src, {1});
   std::vector<int64_t> zeros(rank, 0), strides(rank, 1);
@@ -444,11 +441,8 @@ std::vector<Value> unfold_backward(LowerCtx& c) {
 // scatter.reduce / scatter.value_reduce(self, dim, index, src|value, reduce): "add" or "multiply".
 std::vector<Value> scatter_legacy_reduce(LowerCtx& c, bool value_is_scalar) {
   Builder& b = c.b;
-  ScatterArgs sa = scatter_args(c);
-  if (sa.empty) return {sa.self};
-  Value self = sa.self, index = sa.index;
-  bool zero_d = sa.zero_d;
-  int64_t rank = sa.rank, dim = sa.dim;
+  auto [self, index, dim, rank, zero_d, empty] = scatter_args(c);
+  if (empty) return {self};
   Value updates;
   if (value_is_scalar) {
     updates = b.broadcast_in_dim(c.scalar(3, self.type.elem), index.type.dims, {});

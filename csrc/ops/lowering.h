@@ -174,14 +174,29 @@ void append_special(std::vector<Lowering>& t);
 void append_amp(std::vector<Lowering>& t);
 void append_rnn(std::vector<Lowering>& t);
 
-// The plugin platform executables are compiled for. The portable lowering
-// of an op is the default; a lowering may choose a form that is only good on
-// one platform (an XLA:CPU workaround) by asking target(). Set once by the
-// runtime when the client starts (Portable until then, and in tests).
+// The plugin platform executables are compiled for. Set once by the runtime
+// when the client starts (Portable until then, and in tests).
 enum class Target { Portable, Cpu, Cuda, Tpu };
 Target target();
 void set_target(Target t);
 Target target_from_platform(const std::string& platform);
+
+// A rule with per-platform overrides registered next to the portable one,
+// as JAX registers a lowering rule per platform: the portable rule is the
+// default, an override replaces it on its platform only (an XLA:CPU
+// workaround must not reach GPU or TPU plugins). Serves lowerings and the
+// helpers many lowerings share (sum_dims).
+template <typename F>
+struct PerTarget {
+  F portable;
+  std::vector<std::pair<Target, F>> overrides = {};
+  F get() const {
+    const Target on = target();
+    for (const auto& [t, f] : overrides)
+      if (t == on) return f;
+    return portable;
+  }
+};
 
 // Helpers shared by lowerings.
 Value to_type(Builder& b, const Value& v, ElemType t);
@@ -223,6 +238,10 @@ std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t di
 // Inclusive prefix sum (or product) along dim in O(n log n) elementwise work.
 Value prefix_scan(Builder& b, const Value& x, int64_t dim, bool product);
 Value prefix_sum(Builder& b, const Value& x, int64_t dim);
+// Gather along `dim` with a 1-D s64 index (the result's dim takes the index
+// length), and its transpose: rows of g added into `size` positions.
+Value take_along(Builder& b, const Value& x, int64_t dim, const Value& index);
+Value add_along(Builder& b, const Value& g, int64_t dim, const Value& index, int64_t size);
 // Sum over `dims` (sorted), without keeping them; on XLA:CPU f32 sums over
 // leading dims are emitted as a product with ones.
 Value sum_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims);

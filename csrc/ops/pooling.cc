@@ -1,6 +1,7 @@
 // Pooling and resampling over the trailing spatial dims (1-3 of them; any
-// leading dims are batch): max pooling with indices, average pooling, their
-// backwards, and nearest / (bi/tri)linear upsampling with backwards.
+// leading dims are batch): max pooling with indices, average pooling,
+// adaptive max and average pooling, their backwards, and nearest /
+// (bi/tri)linear upsampling with backwards.
 //
 // Pooling windows are enumerated offset by offset: each kernel offset is one
 // strided slice of the padded input, so a k x k window costs k*k slices and
@@ -19,6 +20,7 @@ namespace ttpu::ops {
 namespace {
 
 using shlo::Compare;
+using shlo::Reducer;
 
 // max_unpool2d(self, indices, output_size) / max_unpool3d(self, indices, output_size, stride, padding):
 // each value goes to its flat position within its (N, C) plane.
@@ -403,6 +405,90 @@ std::vector<Value> adaptive_avg_pool_backward(LowerCtx& c) {
   return {b.convert(separable(b, g, m, true), c.out().elem)};
 }
 
+// Adaptive max pooling: output cell o of a dim of size `in` covers input
+// [floor(o * in / out), ceil((o + 1) * in / out)). The windows are walked
+// offset by offset as in max_pool (row-major, so ties keep the first maximum
+// and NaN the last NaN, as CPU's kernel does), each offset one gather per
+// spatial dim; an offset past a shorter window is masked out.
+struct AdaptiveDim {
+  Value pos, valid;  // per output cell: the input position at this offset, and whether it is inside the window
+};
+
+AdaptiveDim adaptive_offset(Builder& b, int64_t in, int64_t out, int64_t off) {
+  TensorType it{ElemType::S64, {out}};
+  auto k = [&](int64_t v) { return b.constant_int(v, ElemType::S64, it.dims); };
+  Value o = b.iota(it, 0);
+  Value start = b.div(b.mul(o, k(in)), k(out));
+  Value end = b.div(b.add(b.mul(b.add(o, k(1)), k(in)), k(out - 1)), k(out));
+  Value pos = b.add(start, k(off));
+  return {b.min(pos, k(in - 1)), b.compare(Compare::LT, pos, end)};
+}
+
+int64_t widest_window(int64_t in, int64_t out) {
+  int64_t w = 0;
+  for (int64_t o = 0; o < out; ++o) w = std::max(w, (((o + 1) * in + out - 1) / out) - (o * in) / out);
+  return w;
+}
+
+template <int Spatial>
+std::vector<Value> adaptive_max_pool(LowerCtx& c) {
+  // adaptive_max_poolNd(self, output_size) -> (values, indices into each input plane)
+  Builder& b = c.b;
+  Value x = c.t("self");
+  const TensorType &vt = c.out(0), &itype = c.out(1);
+  if (vt.numel() == 0) return {b.constant(0, vt.elem, vt.dims), b.constant(0, itype.elem, itype.dims)};
+  auto in = spatial_dims(x.type.dims, Spatial), out = spatial_dims(vt.dims, Spatial);
+  const int64_t l = lead(x, Spatial);
+  std::vector<int64_t> widths(Spatial);
+  for (int i = 0; i < Spatial; ++i) widths[i] = widest_window(in[i], out[i]);
+  TensorType it{ElemType::S64, vt.dims}, pt{ElemType::Pred, vt.dims};
+  Value best, best_i;
+  std::vector<int64_t> off(Spatial, 0);
+  for (bool first = true;; first = false) {
+    Value v = x, flat = b.constant_int(0, ElemType::S64, it.dims), valid = b.constant(1, ElemType::Pred, pt.dims);
+    for (int i = 0; i < Spatial; ++i) {
+      AdaptiveDim a = adaptive_offset(b, in[i], out[i], off[i]);
+      v = take_along(b, v, l + i, a.pos);
+      flat = b.add(b.mul(flat, b.constant_int(in[i], ElemType::S64, it.dims)), b.broadcast_in_dim(a.pos, it.dims, {l + i}));
+      valid = b.binary("and", valid, b.broadcast_in_dim(a.valid, pt.dims, {l + i}));
+    }
+    if (first) {
+      best = v, best_i = flat;
+    } else {
+      Value take = b.compare(Compare::GT, v, best);
+      if (shlo::is_float(v.type.elem)) take = b.binary("or", take, b.compare(Compare::NE, v, v));
+      take = b.binary("and", take, valid);
+      best = b.select(take, v, best);
+      best_i = b.select(take, flat, best_i);
+    }
+    int i = Spatial - 1;
+    while (i >= 0 && ++off[i] == widths[i]) off[i--] = 0;
+    if (i < 0) break;
+  }
+  return {b.convert(best, vt.elem), b.convert(best_i, itype.elem)};
+}
+
+// adaptive_max_poolNd_backward(grad_output, self, indices): each output's
+// gradient is added at the input position its index names in its plane.
+template <int Spatial>
+std::vector<Value> adaptive_max_pool_backward(LowerCtx& c) {
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  const Value& g = c.t("grad_output");
+  if (out.numel() == 0 || g.type.numel() == 0) return {b.constant(0, out.elem, out.dims)};
+  ElemType acc = accumulate_type(out.elem);
+  int64_t plane = 1, cells = 1;
+  for (int i = 1; i <= Spatial; ++i) plane *= out.dims[out.rank() - i], cells *= g.type.dims[g.type.rank() - i];
+  const int64_t rows = out.numel() / plane;
+  Value gv = b.reshape(b.convert(g, acc), {rows, cells});
+  Value idx = b.reshape(b.convert(c.t("indices"), ElemType::S64), {rows, cells, 1});
+  Value coords = b.concatenate({b.iota(TensorType{ElemType::S64, {rows, cells, 1}}, 0), idx}, 2);
+  std::string dn = "inserted_window_dims = [0, 1], scatter_dims_to_operand_dims = [0, 1], index_vector_dim = 2";
+  Reducer add = Reducer::Add;
+  Value r = b.scatter(b.constant(0, acc, {rows, plane}), coords, gv, dn, &add);
+  return {b.convert(b.reshape(r, out.dims), out.elem)};
+}
+
 }  // namespace
 
 void append_pooling(std::vector<Lowering>& t) {
@@ -418,6 +504,10 @@ void append_pooling(std::vector<Lowering>& t) {
   t.push_back({"avg_pool3d", avg_pool<3>, {"avg_pool3d+"}});
   t.push_back({"avg_pool2d_backward", avg_pool_backward<2>, {"avg_pool2d_backward+"}});
   t.push_back({"avg_pool3d_backward", avg_pool_backward<3>, {"avg_pool3d_backward+"}});
+  t.push_back({"adaptive_max_pool2d", adaptive_max_pool<2>, {"adaptive_max_pool2d+"}});
+  t.push_back({"adaptive_max_pool3d", adaptive_max_pool<3>, {"adaptive_max_pool3d+"}});
+  t.push_back({"adaptive_max_pool2d_backward", adaptive_max_pool_backward<2>, {"adaptive_max_pool2d_backward+"}});
+  t.push_back({"adaptive_max_pool3d_backward", adaptive_max_pool_backward<3>, {"adaptive_max_pool3d_backward+"}});
   t.push_back({"adaptive_avg_pool2d", adaptive_avg_pool, {"_adaptive_avg_pool2d+"}});
   t.push_back({"adaptive_avg_pool3d", adaptive_avg_pool, {"_adaptive_avg_pool3d+"}});
   t.push_back({"adaptive_avg_pool2d_backward", adaptive_avg_pool_backward<2>,

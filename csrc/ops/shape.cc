@@ -69,34 +69,6 @@ std::vector<Value> roll(LowerCtx& c) {
   return {flat ? b.reshape(y, x.type.dims) : y};
 }
 
-// Gather along `dim` with a 1-D s64 index (result dim takes the index length).
-Value take_along(Builder& b, const Value& x, int64_t dim, const Value& index) {
-  int64_t rank = x.type.rank(), n = index.type.dims[0];
-  std::vector<int64_t> slice = x.type.dims, offset_dims;
-  slice[dim] = 1;
-  TensorType out{x.type.elem, x.type.dims};
-  out.dims[dim] = n;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != dim) offset_dims.push_back(d);
-  std::string dn = "offset_dims = " + shlo::fmt_dims(offset_dims) + ", collapsed_slice_dims = [" + std::to_string(dim) +
-                   "], start_index_map = [" + std::to_string(dim) + "], index_vector_dim = 1";
-  return b.gather(x, b.reshape(index, {n, 1}), out, dn, slice);
-}
-
-// The transpose of take_along: rows of g added into `size` positions.
-Value add_along(Builder& b, const Value& g, int64_t dim, const Value& index, int64_t size) {
-  int64_t rank = g.type.rank(), n = index.type.dims[0];
-  std::vector<int64_t> dims = g.type.dims, window;
-  dims[dim] = size;
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != dim) window.push_back(d);
-  std::string dn = "update_window_dims = " + shlo::fmt_dims(window) + ", inserted_window_dims = [" +
-                   std::to_string(dim) + "], scatter_dims_to_operand_dims = [" + std::to_string(dim) +
-                   "], index_vector_dim = 1";
-  shlo::Reducer add = shlo::Reducer::Add;
-  return b.scatter(b.constant(0, g.type.elem, dims), b.reshape(index, {n, 1}), g, dn, &add);
-}
-
 // Source positions of a reflection/replication pad along one dim.
 Value pad_source(Builder& b, int64_t n, int64_t lo, int64_t hi, bool reflect) {
   int64_t o = n + lo + hi;
