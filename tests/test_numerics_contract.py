@@ -398,3 +398,70 @@ def test_gcd_longest_euclid_chain():
     b = torch.tensor([7540113804746346429, 4660046610375530309, 1836311903], dtype=torch.int64)
     check(torch.gcd, a, b, atol=0, rtol=0)
     assert_same_error(torch.gcd, torch.tensor([1.0]), torch.tensor([2.0]))
+
+
+# ==========================================================================
+# 9. deterministic algorithms fill uninitialised memory (NaN / max) as CPU does
+# ==========================================================================
+
+@pytest.fixture
+def deterministic_fill():
+    was, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    yield
+    torch.use_deterministic_algorithms(was, warn_only=warn_only)
+    torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
+FILL_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64, torch.int8,
+               torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", FILL_DTYPES, ids=[str(d).replace("torch.", "") for d in FILL_DTYPES])
+def test_deterministic_empty_is_filled(deterministic_fill, dtype):
+    def scenario(device):
+        src = torch.zeros(3, 4, dtype=dtype, device=device).t()
+        return (torch.empty(2, 3, dtype=dtype, device=device),
+                torch.empty_like(src), torch.empty_like(src).stride(),
+                torch.empty_strided((2, 3), (1, 2), dtype=dtype, device=device),
+                src.new_empty(5), src.new_empty_strided((2, 2), (1, 2)),
+                torch.empty(0, dtype=dtype, device=device))
+    expected, _ = check_scenario(scenario)
+    if dtype.is_floating_point or dtype.is_complex:
+        assert expected[0].isnan().all()  # the oracle really fills
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.uint8, torch.bool], ids=["f32", "i32", "u8", "bool"])
+def test_deterministic_resize_growth_is_filled(deterministic_fill, dtype):
+    def scenario(device):
+        x = torch.ones(2, dtype=dtype, device=device)
+        x.resize_(5)                       # the old values stay, the new ones are NaN / max
+        y = torch.zeros(0, dtype=dtype, device=device)
+        y.resize_(2, 3)
+        z = torch.ones(2, 3, dtype=dtype, device=device)
+        z.resize_(2, 2)                    # shrinking fills nothing
+        z.resize_(3, 3)                    # growth past the old storage only
+        w = torch.ones(4, dtype=dtype, device=device)
+        o = torch.zeros(1, dtype=dtype, device=device)
+        torch.maximum(w, w, out=o)         # out= resized, then written over
+        return x, y, z, o
+    check_scenario(scenario)
+
+
+def test_deterministic_fill_can_be_turned_off(deterministic_fill):
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    x = torch.empty(64, device=DEV)
+    x.fill_(1.0)
+    assert torch.equal(x.cpu(), torch.ones(64))
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    assert torch.empty(64, device=DEV).isnan().all().item()
+
+
+def test_deterministic_fill_keeps_results_of_ops(deterministic_fill):
+    # Ops that allocate their results internally must still return computed values.
+    a, b = make_tensor((5, 6)), make_tensor((6, 3), seed=1)
+    check(lambda x, y: (x @ y, torch.cat([x, x]), x.clone(), F.softmax(x, 1), x.t().contiguous(),
+                        torch.zeros_like(x), x.new_zeros(3), x.sum(0)), a, b)
+
