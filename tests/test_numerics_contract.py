@@ -465,3 +465,127 @@ def test_deterministic_fill_keeps_results_of_ops(deterministic_fill):
     check(lambda x, y: (x @ y, torch.cat([x, x]), x.clone(), F.softmax(x, 1), x.t().contiguous(),
                         torch.zeros_like(x), x.new_zeros(3), x.sum(0)), a, b)
 
+
+# ==========================================================================
+# 10. out= of another dtype: CPU's kernels cast or refuse, op by op
+# ==========================================================================
+
+def _idx(device, rows=4):
+    return torch.tensor([[0, 2]] * rows, device=device)
+
+
+# f32 input; the out= tensor's dtype varies. Refused on CPU: TensorIterator ops
+# that do not promote ("Found dtype Double but expected Float"), structured
+# kernels ("Expected out tensor to have dtype float, but got double instead"),
+# and ops with their own check. Allowed: ops that promote, then cast.
+OUT_DTYPE_CASES = {
+    # refused
+    "clamp": lambda x, o: torch.clamp(x, 0.2, 0.8, out=o),
+    "clamp_min": lambda x, o: torch.clamp_min(x, 0.2, out=o),
+    "neg": lambda x, o: torch.neg(x, out=o),
+    "abs": lambda x, o: torch.abs(x, out=o),
+    "floor": lambda x, o: torch.floor(x, out=o),
+    "round": lambda x, o: torch.round(x, out=o),
+    "sign": lambda x, o: torch.sign(x, out=o),
+    "gelu": lambda x, o: torch.ops.aten.gelu.out(x, out=o),
+    "hardtanh": lambda x, o: torch.ops.aten.hardtanh.out(x, out=o),
+    "leaky_relu": lambda x, o: torch.ops.aten.leaky_relu.out(x, out=o),
+    "softplus": lambda x, o: torch.ops.aten.softplus.out(x, out=o),
+    "mm": lambda x, o: torch.mm(x, x.t(), out=o),
+    "addmm": lambda x, o: torch.addmm(x[:, :4], x, x.t(), out=o),
+    "bmm": lambda x, o: torch.bmm(x[None], x.t()[None], out=o),
+    "softmax": lambda x, o: torch._softmax(x, 1, False, out=o),
+    "log_softmax": lambda x, o: torch._log_softmax(x, 1, False, out=o),
+    "gather": lambda x, o: torch.gather(x, 1, _idx(x.device), out=o),
+    "tril": lambda x, o: torch.tril(x, out=o),
+    "index_select": lambda x, o: torch.index_select(x, 0, torch.tensor([0, 2], device=x.device), out=o),
+    "where": lambda x, o: torch.where(x > 0.5, x, x * 2, out=o),
+    "amax": lambda x, o: torch.amax(x, 1, out=o),
+    "nan_to_num": lambda x, o: torch.nan_to_num(x, out=o),
+    "masked_fill": lambda x, o: torch.ops.aten.masked_fill.Scalar_out(x, x > 0.5, 1.0, out=o),
+    "sort": lambda x, o: torch.sort(x, 1, out=(o, torch.empty(0, dtype=torch.long, device=x.device))),
+    "take": lambda x, o: torch.take(x, torch.tensor([0, 3], device=x.device), out=o),
+    "cat": lambda x, o: torch.cat([x, x], out=o),
+    # allowed (computed in float32, then cast)
+    "clamp_tensor": lambda x, o: torch.clamp(x, x * 0.5, x * 0.9, out=o),
+    "add": lambda x, o: torch.add(x, 0.5, out=o),
+    "exp": lambda x, o: torch.exp(x, out=o),
+    "maximum": lambda x, o: torch.maximum(x, 0.5 * x, out=o),
+    "pow": lambda x, o: torch.pow(x, 3, out=o),
+    "sum": lambda x, o: torch.sum(x, 1, out=o),
+    "mean": lambda x, o: torch.mean(x, 1, out=o),
+    "var": lambda x, o: torch.var(x, 1, out=o),
+    "cumsum": lambda x, o: torch.cumsum(x, 1, out=o),
+    "threshold": lambda x, o: torch.ops.aten.threshold.out(x, 0.5, 0.0, out=o),
+}
+OUT_DTYPES = [torch.float64, torch.float16, torch.int64, torch.bool]
+
+
+def _same_out_behaviour(fn, x, out_dtype):
+    """fn(x, out) on CPU and DEV: the same exception type, or the same values in out."""
+    try:
+        cpu_out = torch.empty(0, dtype=out_dtype)
+        fn(x, cpu_out)
+        cpu_err = None
+    except Exception as e:  # noqa: BLE001
+        cpu_err = e
+    dev_out = torch.empty(0, dtype=out_dtype, device=DEV)
+    if cpu_err is not None:
+        with pytest.raises(Exception) as dev_err:
+            fn(x.to(DEV), dev_out)
+            dev_out.cpu()
+        assert type(dev_err.value) is type(cpu_err), (
+            f"CPU raised {type(cpu_err).__name__}: {cpu_err}; {DEV} raised {type(dev_err.value).__name__}: "
+            f"{dev_err.value}")
+        return cpu_err, dev_err.value
+    fn(x.to(DEV), dev_out)
+    assert_same(dev_out, cpu_out)
+    return None, None
+
+
+@pytest.mark.parametrize("out_dtype", OUT_DTYPES, ids=["f64", "f16", "i64", "bool"])
+@pytest.mark.parametrize("name", list(OUT_DTYPE_CASES))
+def test_out_dtype_refused_or_cast_as_cpu(name, out_dtype):
+    x = make_tensor((4, 5), low=0.0, high=1.0)
+    _same_out_behaviour(OUT_DTYPE_CASES[name], x, out_dtype)
+
+
+def test_out_dtype_errors_name_the_dtypes():
+    x = make_tensor((4, 5), low=0.0, high=1.0)
+    cpu, dev = _same_out_behaviour(OUT_DTYPE_CASES["clamp"], x, torch.float64)
+    assert "Found dtype Double but expected Float" in str(cpu) and "Found dtype Double but expected Float" in str(dev)
+    cpu, dev = _same_out_behaviour(OUT_DTYPE_CASES["mm"], x, torch.float64)
+    assert str(cpu).splitlines()[0] in str(dev)
+    # The executable of the allowed signature is cached; the refused one never is.
+    for _ in range(2):
+        _same_out_behaviour(OUT_DTYPE_CASES["clamp"], x, torch.float64)
+        _same_out_behaviour(OUT_DTYPE_CASES["add"], x, torch.float64)
+
+
+def test_out_dtype_check_ignores_value_errors_of_zero_twins():
+    # The dtype check runs the op on zero-filled CPU twins: integer division by
+    # those zeros must not be mistaken for a refused out= dtype.
+    a = torch.tensor([7, -7, 9], dtype=torch.int64)
+    b = torch.tensor([2, 2, -4], dtype=torch.int64)
+    for fn in (lambda x, y, o: torch.floor_divide(x, y, out=o), lambda x, y, o: torch.remainder(x, y, out=o),
+               lambda x, y, o: torch.div(x, y, rounding_mode="trunc", out=o)):
+        expected = torch.empty(0, dtype=torch.float64)
+        fn(a, b, expected)
+        got = torch.empty(0, dtype=torch.float64, device=DEV)
+        fn(a.to(DEV), b.to(DEV), got)
+        assert_same(got, expected)
+
+
+def test_bool_sums_and_scans_as_cpu():
+    # sum(dtype=torch.bool) reads elements as != 0 (0.3 is true; it used to be
+    # truncated to 0); CPU has no bool cumsum/cumprod kernel (they used to
+    # return a silent all-False tensor).
+    x = torch.tensor([[0.3, 0.5, 0.0], [0.0, 0.0, -0.2], [0.0, 0.0, 0.0]])
+    check(lambda t: (torch.sum(t, 1, dtype=torch.bool), torch.sum(t, dtype=torch.bool),
+                     torch.sum(t, 0, out=torch.empty(0, dtype=torch.bool, device=t.device))), x)
+    b = x != 0
+    check(lambda t: (t.cumsum(0), t.cumprod(1)), b)  # a bool input alone promotes to int64
+    for fn in (lambda t: torch.cumsum(t, 1, dtype=torch.bool), lambda t: torch.cumprod(t, 0, dtype=torch.bool),
+               lambda t: torch.cumsum(t, 1, out=torch.empty(0, dtype=torch.bool, device=t.device)),
+               lambda t: (t != 0).cumsum_(0), lambda t: (t != 0).cumprod_(1)):
+        assert_same_error(fn, x)

@@ -16,21 +16,32 @@ namespace {
 // Runs the op on zero-filled CPU twins of the tpu tensors (same sizes and
 // strides) so that CPU's own checks raise their error; the CPU result is
 // discarded. For error paths only: it allocates the real sizes.
-void run_on_cpu_twins(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
-  auto twin = [](const at::Tensor& t) {
+// `out_dtypes` (with `plan`), if given, replaces the dtypes of the out=
+// tensors' twins, in order.
+void run_on_cpu_twins(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                      const OpPlan* plan = nullptr, const std::vector<at::ScalarType>* out_dtypes = nullptr) {
+  auto twin = [](const at::Tensor& t, std::optional<at::ScalarType> dtype = std::nullopt) {
     if (!t.defined() || !t.is_privateuseone()) return t;
     int64_t extent = static_cast<int64_t>(
         at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.dtype().itemsize(), t.storage_offset()) /
         t.dtype().itemsize());
-    return at::zeros({extent}, t.options().device(at::kCPU)).as_strided(t.sizes(), t.strides(), t.storage_offset());
+    return at::zeros({extent}, t.options().device(at::kCPU).dtype(dtype.value_or(t.scalar_type())))
+        .as_strided(t.sizes(), t.strides(), t.storage_offset());
+  };
+  size_t next_out = 0;
+  auto out_dtype = [&](size_t i) -> std::optional<at::ScalarType> {
+    if (!out_dtypes || !plan || i >= plan->args.size() || !plan->args[i].is_out || next_out >= out_dtypes->size())
+      return std::nullopt;
+    return (*out_dtypes)[next_out++];
   };
   torch::jit::Stack cpu;
-  for (const c10::IValue& v : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
     if (v.isTensor()) {
-      cpu.emplace_back(twin(v.toTensor()));
+      cpu.emplace_back(twin(v.toTensor(), out_dtype(i)));
     } else if (v.isTensorList()) {
       std::vector<at::Tensor> l;
-      for (const at::Tensor& t : v.toTensorVector()) l.push_back(twin(t));
+      for (const at::Tensor& t : v.toTensorVector()) l.push_back(twin(t, out_dtype(i)));
       cpu.emplace_back(l);
     } else if (v.isList() && !v.isIntList() && !v.isDoubleList() && !v.isBoolList()) {
       c10::List<std::optional<at::Tensor>> l;
@@ -227,11 +238,16 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
     try {
       sig.outs = meta_outputs(op, args, plan_, sig.present);
     } catch (...) {  // c10::Error, or a Python meta function's exception
-      check_out_casts(args);  // CPU's message where the out= dtype is the problem
+      // CPU's error (type and words) where the out= dtype is the problem
+      if (plan_.variant == Variant::Out) check_out_dtypes(op, args, /*meta_refused=*/true);
+      check_out_casts(args);
       throw;
     }
+    if (plan_.variant == Variant::Out) check_out_dtypes(op, args);
     compute_in_result_dtype(args, sig.outs);
     check_inplace_cast(args);
+  } else if (plan_.variant == Variant::Out) {
+    check_out_dtypes(op, args);  // lowerings that infer their result types (sort, cumsum)
   }
   sig.common = (lowering_->flags & ops::kNoPromotion) ? ElemType::F32 : common_dtype(args, plan_);
   for (int j : lowering_->writeback_args) {
@@ -376,6 +392,61 @@ void TableKernel::check_out_casts(const std::vector<c10::IValue>& args) {
   }
   for (size_t k = 0; k < dtypes.size() && k < outs.size(); ++k)
     if (outs[k].defined()) check_castable(dtypes[k], outs[k].scalar_type());
+}
+
+// out= of another dtype than the result's. Whether CPU casts into it or
+// refuses it is each kernel's choice, and meta functions accept it either
+// way: TensorIterator ops that promote cast (add, exp, maximum, sum); those
+// that do not refuse (clamp, neg, floor, gelu: "Found dtype Double but
+// expected Float"); structured kernels without TensorIterator refuse (mm,
+// softmax, gather, tril: "Expected out tensor to have dtype float, but got
+// double instead"); others have their own words (where, index_select, amax,
+// nan_to_num, take). So, once per signature (the out dtypes are part of the
+// executable's key; a hit never comes here), the op runs on zero-filled CPU
+// twins, and CPU's error is raised when the same call with out= of the
+// result dtypes passes (zeros can fail a value check, integer division say,
+// which is no fault of the out dtype and is left to the device's own check).
+//
+// When the meta function already refused the call (`meta_refused`), the error
+// is certain and only its words are in question: CPU's kernel is asked on
+// twins and its error, if any, is raised instead of the meta function's
+// (nansum(f32, out=int64): CPU's NotImplementedError, not the meta's
+// RuntimeError). A kernel checks shapes and dtypes before it computes, so a
+// twin that fails on its zero values has passed those checks.
+void TableKernel::check_out_dtypes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                                   bool meta_refused) {
+  if (meta_refused) {
+    run_on_cpu_twins(op, args);
+    return;
+  }
+  std::vector<at::ScalarType> dtypes = functional_dtypes(args);
+  if (dtypes.empty()) return;
+  bool differs = false;
+  size_t k = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!plan_.args[i].is_out) continue;
+    std::vector<at::Tensor> outs;
+    if (args[i].isTensor()) outs.push_back(args[i].toTensor());
+    else if (args[i].isTensorList()) outs = args[i].toTensorVector();
+    for (const at::Tensor& o : outs) {
+      if (k < dtypes.size() && o.defined() && o.scalar_type() != dtypes[k]) differs = true;
+      ++k;
+    }
+  }
+  if (!differs || k != dtypes.size()) return;
+  std::exception_ptr refused;
+  try {
+    run_on_cpu_twins(op, args);
+  } catch (...) {
+    refused = std::current_exception();
+  }
+  if (!refused) return;
+  try {
+    run_on_cpu_twins(op, args, &plan_, &dtypes);
+  } catch (...) {
+    return;  // not the out dtype's doing
+  }
+  std::rethrow_exception(refused);
 }
 
 // out= of another dtype than the op's result (add(f16, f16, out=f64)): CPU

@@ -63,6 +63,8 @@ class TableKernel final : public c10::OperatorKernel {
   void check_inplace_cast(const std::vector<c10::IValue>& args);
   void check_out_casts(const std::vector<c10::IValue>& args);
   void compute_in_result_dtype(const std::vector<c10::IValue>& args, std::vector<TensorType>& outs);
+  void check_out_dtypes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                        bool meta_refused = false);
   void check_overlapping_writes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
 
   const ops::Lowering* lowering_;
