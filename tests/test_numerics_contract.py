@@ -589,3 +589,101 @@ def test_bool_sums_and_scans_as_cpu():
                lambda t: torch.cumsum(t, 1, out=torch.empty(0, dtype=torch.bool, device=t.device)),
                lambda t: (t != 0).cumsum_(0), lambda t: (t != 0).cumprod_(1)):
         assert_same_error(fn, x)
+
+
+# ==========================================================================
+# 11. pointwise results follow a channels_last input's layout, as on CPU
+# ==========================================================================
+
+def _cl(t):
+    return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+
+
+def _per_channel(y):
+    return y[0][(slice(None),) + (slice(0, 1),) * (y.dim() - 2)]   # (C, 1, 1[, 1])
+
+
+CL_CASES = {
+    "relu": lambda x, y: torch.relu(x),
+    "add_scalar": lambda x, y: x + 1.5,
+    "mul_cl_cl": lambda x, y: x * _cl(y),
+    "add_cl_contiguous": lambda x, y: x + y,           # the first full-size input decides: channels_last
+    "add_contiguous_cl": lambda x, y: y + x,           # ... contiguous
+    "bias": lambda x, y: x * _per_channel(y),           # a broadcast operand does not decide
+    "bias_first": lambda x, y: _per_channel(y) - x,
+    "row_first": lambda x, y: y[0, 0, 0] + x,
+    "exp_sigmoid": lambda x, y: torch.sigmoid(x.exp()),
+    "where": lambda x, y: torch.where(x > 0, x, 0.0),
+    "compare": lambda x, y: x > 0.1,
+    "cast_promote": lambda x, y: x.half() + 1,
+    "gelu": lambda x, y: F.gelu(x),
+    "clamp": lambda x, y: x.clamp(-0.5, 0.5),
+    "chain_then_view": lambda x, y: (x * 2).movedim(1, -1).reshape(-1, x.shape[1])[:5],
+    "sum_of_result": lambda x, y: (x + 1).sum((2, 3)),
+    "inplace_on_result": lambda x, y: (x * 3).add_(y),
+    # not pointwise: the layout CPU's kernels choose
+    "conv": lambda x, y: _conv(x, torch.ones((4, 3) + (2,) * (x.dim() - 2), device=x.device)),
+    "conv_cl_weight": lambda x, y: _conv(y.to(x.device), _cl(torch.ones((4, 3) + (2,) * (x.dim() - 2),
+                                                                      device=x.device))),
+    "batch_norm": lambda x, y: F.batch_norm(x, None, None, training=True),
+    "avg_pool": lambda x, y: (F.avg_pool2d if x.dim() == 4 else F.avg_pool3d)(x, 2),
+    "max_pool": lambda x, y: (F.max_pool2d if x.dim() == 4 else F.max_pool3d)(x, 2),
+    "cat": lambda x, y: torch.cat([x, x * 2], 1),
+    "interpolate": lambda x, y: F.interpolate(x, scale_factor=2),
+}
+
+
+def _conv(x, w):
+    return (F.conv2d if x.dim() == 4 else F.conv3d)(x, w)
+
+
+@pytest.mark.parametrize("rank", [4, 5], ids=["2d", "3d"])
+@pytest.mark.parametrize("name", list(CL_CASES))
+def test_channels_last_results_match_cpu_strides(name, rank):
+    shape = (2, 3, 4, 5) if rank == 4 else (2, 3, 2, 3, 4)
+    x, y = _cl(make_tensor(shape)), make_tensor(shape, seed=1)
+    fn = CL_CASES[name]
+    cpu_out, dev_out = fn(x, y), fn(x.to(DEV), y.to(DEV))
+    assert_same(dev_out, cpu_out, check_stride=True)
+    fmt = torch.channels_last if rank == 4 else torch.channels_last_3d
+    assert dev_out.is_contiguous(memory_format=fmt) == cpu_out.is_contiguous(memory_format=fmt)
+
+
+def test_channels_last_result_is_not_a_view():
+    x = _cl(make_tensor((2, 3, 4, 5))).to(DEV)
+    r = x.relu()
+    assert r._base is None and not r._is_view()
+    assert r.untyped_storage().nbytes() == r.numel() * r.element_size()
+    # the storage holds channels_last (physical) order, as CPU's does
+    flat = torch.as_strided(r, (r.numel(),), (1,)).cpu()
+    assert torch.equal(flat, torch.as_strided(x.cpu().relu(), (r.numel(),), (1,)))
+
+
+def test_channels_last_cnn_training_matches_cpu():
+    # Forward, loss and every gradient of a small channels_last CNN (results
+    # travel in channels_last order between the ops, through autograd).
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 4, 3), torch.nn.GELU(),
+                              torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 2))
+    net = net.to(memory_format=torch.channels_last)
+    x = _cl(make_tensor((2, 3, 8, 8)))
+
+    def run(device):
+        m = __import__("copy").deepcopy(net).to(device)
+        out = m(x.to(device))
+        out.square().sum().backward()
+        return [out] + [p.grad for p in m.parameters()]
+
+    expected, actual = run("cpu"), run(DEV)
+    assert_same(actual, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_channels_last_compiled_matches_cpu_strides():
+    torch._dynamo.reset()
+    fn = torch.compile(lambda t: (t * 2 + 1).relu(), backend="tpu") if DEV == "tpu" else (lambda t: (t * 2 + 1).relu())
+    x = _cl(make_tensor((2, 3, 4, 5)))
+    expected = (x * 2 + 1).relu()
+    for _ in range(2):  # the recorded call, then the replay
+        assert_same(fn(x.to(DEV)), expected, check_stride=True)
+    torch._dynamo.reset()

@@ -3,6 +3,7 @@
 // PyTorch's meta functions; results delivered or written through views.
 #include "aten/table_kernel.h"
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
@@ -104,6 +105,79 @@ void check_castable(at::ScalarType result, at::ScalarType into) {
   TORCH_CHECK(at::canCast(result, into), "result type ", result, " can't be cast to the desired output type ", into);
 }
 
+// CPU lays a result out as its inputs are: a channels_last input gives a
+// channels_last result from pointwise ops (x.relu(), x + 1, x * bias; a
+// contiguous first input a contiguous one), convolutions, batch norm,
+// pooling, cat... The meta function computes that layout, so when an input
+// is channels_last, the inputs' layouts join the key and the cache miss
+// records which results the meta function lays out channels_last (the key
+// holds each input's class, contiguous or channels_last, whose strides
+// follow from its sizes, or else its strides).
+// Cheap when no input is channels_last (two cached flags per tensor).
+bool strictly_channels_last(const at::Tensor& t) {
+  return t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
+         t.is_contiguous(t.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d);
+}
+bool layout_key(const std::vector<c10::IValue>& args, std::string& key) {
+  bool any = false;
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) {
+      any = any || strictly_channels_last(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) any = any || strictly_channels_last(t);
+    }
+  }
+  if (!any) return false;
+  std::string classes = "|cl:";
+  auto add = [&](const at::Tensor& t) {
+    if (!t.defined() || t.is_contiguous()) {
+      classes += 'c';
+    } else if (strictly_channels_last(t)) {
+      classes += 'L';
+    } else {  // any other view (a bias sliced out of a tensor): its strides
+      classes += 's';
+      for (int64_t st : t.strides()) classes += std::to_string(st) + ',';
+    }
+  };
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) {
+      add(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) add(t);
+    }
+  }
+  key += classes;
+  return true;
+}
+
+// N, C, spatial... -> N, spatial..., C (the physical order of channels_last).
+std::vector<int64_t> channels_last_perm(int rank) {
+  std::vector<int64_t> p{0};
+  for (int d = 2; d < rank; ++d) p.push_back(d);
+  p.push_back(1);
+  return p;
+}
+TensorType physical_type(TensorType t, int layout) {
+  if (!layout || t.rank() != layout) return t;
+  std::vector<int64_t> dims;
+  for (int64_t d : channels_last_perm(layout)) dims.push_back(t.dims[d]);
+  t.dims = dims;
+  return t;
+}
+
+// A result buffer in channels_last order as a tensor of PyTorch's sizes with
+// channels_last strides (not a view: its own storage, like CPU's result).
+at::Tensor wrap_result(const BufferPtr& value, at::ScalarType dtype, int layout) {
+  at::Tensor t = wrap(value, dtype);
+  if (!layout || value->type().rank() != layout) return t;
+  const std::vector<int64_t>& phys = value->type().dims;
+  std::vector<int64_t> sizes{phys[0], phys.back()};
+  for (size_t d = 1; d + 1 < phys.size(); ++d) sizes.push_back(phys[d]);
+  auto strides = layout == 4 ? c10::get_channels_last_strides_2d(sizes) : c10::get_channels_last_strides_3d(sizes);
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
+  return t;
+}
+
 }  // namespace
 
 void TableKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
@@ -177,6 +251,7 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   } release{m, !reused_busy};
   reused_busy = true;
   marshal(plan_, *lowering_, op.schema().operator_name(), args, dev, m);
+  m.layout = plan_.variant == Variant::Functional && layout_key(args, m.key);
 
   if (runtime::mode() == runtime::Mode::DeferAndFuse) {
     record(op, args, m, dev, stack);
@@ -193,7 +268,26 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, compiled->output_present);
 
   torch::jit::drop(*stack, n);
-  deliver(args, outputs, compiled->output_present, stack);
+  static const std::vector<int> kContiguous;
+  if (!m.layout) {
+    deliver(args, outputs, compiled->output_present, stack, kContiguous);
+    return;
+  }
+  std::vector<int> channels_last;
+  bool known = false;
+  {
+    std::lock_guard<std::mutex> lock(signatures_mutex_);
+    auto it = layouts_.find(m.key);
+    if (it != layouts_.end()) channels_last = it->second, known = true;
+  }
+  // An executable this kernel did not build (another op sharing the key):
+  // the layout its results come in is still the meta function's.
+  if (!known) {
+    channels_last = result_layouts(op, args);
+    std::lock_guard<std::mutex> lock(signatures_mutex_);
+    layouts_[m.key] = channels_last;
+  }
+  deliver(args, outputs, compiled->output_present, stack, channels_last);
 }
 
 // DeferAndFuse: record the op into the pending graph; its results are
@@ -216,12 +310,37 @@ void TableKernel::record(const c10::OperatorHandle& op, const std::vector<c10::I
     return emit(b, ins, *sig, /*known=*/true).results;
   };
   std::vector<TensorType> types = sig->outs;
+  for (size_t k = 0; k + lowering_->writeback_args.size() < types.size(); ++k)
+    if (k < sig->channels_last.size() && (k >= sig->present.size() || sig->present[k]))
+      types[k] = physical_type(types[k], sig->channels_last[k]);
   types.resize(types.size() + sig->checks.size(), TensorType{ElemType::S64, {}});
   std::vector<BufferPtr> outputs = runtime::record(dev, lowering_->name + std::string("|") + m.key, m.inputs, types,
                                                    std::move(fn));
   take_checks(op, outputs, sig->checks);
   torch::jit::drop(*stack, plan_.args.size());
-  deliver(args, outputs, sig->present, stack);
+  deliver(args, outputs, sig->present, stack, sig->channels_last);
+}
+
+// Which results CPU lays out channels_last (Signature::channels_last), from
+// the meta function alone. CPU's convolution gives a channels_last result
+// when its input or its weight is channels_last; its meta function says
+// contiguous.
+std::vector<int> TableKernel::result_layouts(const c10::OperatorHandle& op,
+                                             const std::vector<c10::IValue>& args) const {
+  std::vector<int> channels_last;
+  std::vector<bool> present;
+  try {
+    meta_outputs(op, args, plan_, present, &channels_last);
+  } catch (...) {
+    channels_last.clear();  // the lowering reports what is wrong
+  }
+  if (op.schema().name() == "aten::convolution_overrideable" && args.size() > 1 && args[0].isTensor() &&
+      args[1].isTensor()) {
+    const at::Tensor& x = args[0].toTensor();
+    bool cl = strictly_channels_last(x) || strictly_channels_last(args[1].toTensor());
+    channels_last.assign(1, cl ? static_cast<int>(x.dim()) : 0);
+  }
+  return channels_last;
 }
 
 // What the lowering needs beyond the marshalled arguments, on a cache miss:
@@ -236,7 +355,7 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
   sig.precision = m.precision;
   if (!lowering_->infer) {
     try {
-      sig.outs = meta_outputs(op, args, plan_, sig.present);
+      sig.outs = meta_outputs(op, args, plan_, sig.present, m.layout ? &sig.channels_last : nullptr);
     } catch (...) {  // c10::Error, or a Python meta function's exception
       // CPU's error (type and words) where the out= dtype is the problem
       if (plan_.variant == Variant::Out) check_out_dtypes(op, args, /*meta_refused=*/true);
@@ -248,6 +367,12 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
     check_inplace_cast(args);
   } else if (plan_.variant == Variant::Out) {
     check_out_dtypes(op, args);  // lowerings that infer their result types (sort, cumsum)
+  } else if (m.layout) {
+    sig.channels_last = result_layouts(op, args);  // a lowering that infers its result types (convolution, cat)
+  }
+  if (m.layout) {
+    std::lock_guard<std::mutex> lock(signatures_mutex_);
+    layouts_[m.key] = sig.channels_last;
   }
   sig.common = (lowering_->flags & ops::kNoPromotion) ? ElemType::F32 : common_dtype(args, plan_);
   for (int j : lowering_->writeback_args) {
@@ -281,7 +406,7 @@ runtime::BuiltModule TableKernel::build(const c10::OperatorHandle& op, const std
   }
   if (keep) {
     const size_t declared = e.outs.size() - e.checks.size();
-    sig.outs.assign(e.outs.begin(), e.outs.begin() + declared);
+    sig.outs = e.logical;
     sig.present.assign(e.present.begin(), e.present.begin() + declared);
     sig.checks = e.checks;
     sig.writeback_types.clear();
@@ -338,6 +463,14 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
       results[k] = b.reshape(results[k], outs[k].dims);
     }
   }
+  // A channels_last result leaves the module in that order (declared results only).
+  std::vector<TensorType> logical = outs;
+  for (size_t k = 0; k < declared && k < sig.channels_last.size(); ++k) {
+    const int rank = sig.channels_last[k];
+    if (!rank || outs[k].rank() != rank || (k < present.size() && !present[k])) continue;
+    results[k] = b.transpose(results[k], channels_last_perm(rank));
+    outs[k] = physical_type(outs[k], rank);
+  }
   std::vector<ops::CheckSpec> specs;
   for (const ops::Check& ch : ctx.checks) {
     results.push_back(ch.bad);
@@ -345,7 +478,7 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
     present.push_back(true);
     specs.push_back(ch.spec);
   }
-  return Emitted{results, outs, present, specs};
+  return Emitted{results, outs, present, specs, logical};
 }
 
 // Result dtypes of the functional sibling of an out= overload; empty when
@@ -479,7 +612,8 @@ void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
 }
 
 void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,
-                          const std::vector<bool>& present, torch::jit::Stack* stack) const {
+                          const std::vector<bool>& present, torch::jit::Stack* stack,
+                          const std::vector<int>& channels_last) const {
   // Undeclared updates (running stats) come last.
   for (size_t j = lowering_->writeback_args.size(); j > 0; --j) {
     const c10::IValue& target = args.at(lowering_->writeback_args[j - 1]);
@@ -490,7 +624,8 @@ void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<Buff
     std::vector<at::Tensor> ts;
     for (size_t k = 0; k < outputs.size(); ++k) {
       bool real = k >= present.size() || present[k];
-      ts.push_back(real ? wrap(outputs[k], scalar_type_of(outputs[k]->type().elem)) : at::Tensor());
+      int layout = k < channels_last.size() ? channels_last[k] : 0;
+      ts.push_back(real ? wrap_result(outputs[k], scalar_type_of(outputs[k]->type().elem), layout) : at::Tensor());
     }
     if (plan_.returns_list) {
       stack->emplace_back(ts);
