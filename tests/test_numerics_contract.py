@@ -398,3 +398,292 @@ def test_gcd_longest_euclid_chain():
     b = torch.tensor([7540113804746346429, 4660046610375530309, 1836311903], dtype=torch.int64)
     check(torch.gcd, a, b, atol=0, rtol=0)
     assert_same_error(torch.gcd, torch.tensor([1.0]), torch.tensor([2.0]))
+
+
+# ==========================================================================
+# 9. deterministic algorithms fill uninitialised memory (NaN / max) as CPU does
+# ==========================================================================
+
+@pytest.fixture
+def deterministic_fill():
+    was, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    yield
+    torch.use_deterministic_algorithms(was, warn_only=warn_only)
+    torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
+FILL_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64, torch.int8,
+               torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", FILL_DTYPES, ids=[str(d).replace("torch.", "") for d in FILL_DTYPES])
+def test_deterministic_empty_is_filled(deterministic_fill, dtype):
+    def scenario(device):
+        src = torch.zeros(3, 4, dtype=dtype, device=device).t()
+        return (torch.empty(2, 3, dtype=dtype, device=device),
+                torch.empty_like(src), torch.empty_like(src).stride(),
+                torch.empty_strided((2, 3), (1, 2), dtype=dtype, device=device),
+                src.new_empty(5), src.new_empty_strided((2, 2), (1, 2)),
+                torch.empty(0, dtype=dtype, device=device))
+    expected, _ = check_scenario(scenario)
+    if dtype.is_floating_point or dtype.is_complex:
+        assert expected[0].isnan().all()  # the oracle really fills
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.uint8, torch.bool], ids=["f32", "i32", "u8", "bool"])
+def test_deterministic_resize_growth_is_filled(deterministic_fill, dtype):
+    def scenario(device):
+        x = torch.ones(2, dtype=dtype, device=device)
+        x.resize_(5)                       # the old values stay, the new ones are NaN / max
+        y = torch.zeros(0, dtype=dtype, device=device)
+        y.resize_(2, 3)
+        z = torch.ones(2, 3, dtype=dtype, device=device)
+        z.resize_(2, 2)                    # shrinking fills nothing
+        z.resize_(3, 3)                    # growth past the old storage only
+        w = torch.ones(4, dtype=dtype, device=device)
+        o = torch.zeros(1, dtype=dtype, device=device)
+        torch.maximum(w, w, out=o)         # out= resized, then written over
+        return x, y, z, o
+    check_scenario(scenario)
+
+
+def test_deterministic_fill_can_be_turned_off(deterministic_fill):
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    x = torch.empty(64, device=DEV)
+    x.fill_(1.0)
+    assert torch.equal(x.cpu(), torch.ones(64))
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    assert torch.empty(64, device=DEV).isnan().all().item()
+
+
+def test_deterministic_fill_keeps_results_of_ops(deterministic_fill):
+    # Ops that allocate their results internally must still return computed values.
+    a, b = make_tensor((5, 6)), make_tensor((6, 3), seed=1)
+    check(lambda x, y: (x @ y, torch.cat([x, x]), x.clone(), F.softmax(x, 1), x.t().contiguous(),
+                        torch.zeros_like(x), x.new_zeros(3), x.sum(0)), a, b)
+
+
+# ==========================================================================
+# 10. out= of another dtype: CPU's kernels cast or refuse, op by op
+# ==========================================================================
+
+def _idx(device, rows=4):
+    return torch.tensor([[0, 2]] * rows, device=device)
+
+
+# f32 input; the out= tensor's dtype varies. Refused on CPU: TensorIterator ops
+# that do not promote ("Found dtype Double but expected Float"), structured
+# kernels ("Expected out tensor to have dtype float, but got double instead"),
+# and ops with their own check. Allowed: ops that promote, then cast.
+OUT_DTYPE_CASES = {
+    # refused
+    "clamp": lambda x, o: torch.clamp(x, 0.2, 0.8, out=o),
+    "clamp_min": lambda x, o: torch.clamp_min(x, 0.2, out=o),
+    "neg": lambda x, o: torch.neg(x, out=o),
+    "abs": lambda x, o: torch.abs(x, out=o),
+    "floor": lambda x, o: torch.floor(x, out=o),
+    "round": lambda x, o: torch.round(x, out=o),
+    "sign": lambda x, o: torch.sign(x, out=o),
+    "gelu": lambda x, o: torch.ops.aten.gelu.out(x, out=o),
+    "hardtanh": lambda x, o: torch.ops.aten.hardtanh.out(x, out=o),
+    "leaky_relu": lambda x, o: torch.ops.aten.leaky_relu.out(x, out=o),
+    "softplus": lambda x, o: torch.ops.aten.softplus.out(x, out=o),
+    "mm": lambda x, o: torch.mm(x, x.t(), out=o),
+    "addmm": lambda x, o: torch.addmm(x[:, :4], x, x.t(), out=o),
+    "bmm": lambda x, o: torch.bmm(x[None], x.t()[None], out=o),
+    "softmax": lambda x, o: torch._softmax(x, 1, False, out=o),
+    "log_softmax": lambda x, o: torch._log_softmax(x, 1, False, out=o),
+    "gather": lambda x, o: torch.gather(x, 1, _idx(x.device), out=o),
+    "tril": lambda x, o: torch.tril(x, out=o),
+    "index_select": lambda x, o: torch.index_select(x, 0, torch.tensor([0, 2], device=x.device), out=o),
+    "where": lambda x, o: torch.where(x > 0.5, x, x * 2, out=o),
+    "amax": lambda x, o: torch.amax(x, 1, out=o),
+    "nan_to_num": lambda x, o: torch.nan_to_num(x, out=o),
+    "masked_fill": lambda x, o: torch.ops.aten.masked_fill.Scalar_out(x, x > 0.5, 1.0, out=o),
+    "sort": lambda x, o: torch.sort(x, 1, out=(o, torch.empty(0, dtype=torch.long, device=x.device))),
+    "take": lambda x, o: torch.take(x, torch.tensor([0, 3], device=x.device), out=o),
+    "cat": lambda x, o: torch.cat([x, x], out=o),
+    # allowed (computed in float32, then cast)
+    "clamp_tensor": lambda x, o: torch.clamp(x, x * 0.5, x * 0.9, out=o),
+    "add": lambda x, o: torch.add(x, 0.5, out=o),
+    "exp": lambda x, o: torch.exp(x, out=o),
+    "maximum": lambda x, o: torch.maximum(x, 0.5 * x, out=o),
+    "pow": lambda x, o: torch.pow(x, 3, out=o),
+    "sum": lambda x, o: torch.sum(x, 1, out=o),
+    "mean": lambda x, o: torch.mean(x, 1, out=o),
+    "var": lambda x, o: torch.var(x, 1, out=o),
+    "cumsum": lambda x, o: torch.cumsum(x, 1, out=o),
+    "threshold": lambda x, o: torch.ops.aten.threshold.out(x, 0.5, 0.0, out=o),
+}
+OUT_DTYPES = [torch.float64, torch.float16, torch.int64, torch.bool]
+
+
+def _same_out_behaviour(fn, x, out_dtype):
+    """fn(x, out) on CPU and DEV: the same exception type, or the same values in out."""
+    try:
+        cpu_out = torch.empty(0, dtype=out_dtype)
+        fn(x, cpu_out)
+        cpu_err = None
+    except Exception as e:  # noqa: BLE001
+        cpu_err = e
+    dev_out = torch.empty(0, dtype=out_dtype, device=DEV)
+    if cpu_err is not None:
+        with pytest.raises(Exception) as dev_err:
+            fn(x.to(DEV), dev_out)
+            dev_out.cpu()
+        assert type(dev_err.value) is type(cpu_err), (
+            f"CPU raised {type(cpu_err).__name__}: {cpu_err}; {DEV} raised {type(dev_err.value).__name__}: "
+            f"{dev_err.value}")
+        return cpu_err, dev_err.value
+    fn(x.to(DEV), dev_out)
+    assert_same(dev_out, cpu_out)
+    return None, None
+
+
+@pytest.mark.parametrize("out_dtype", OUT_DTYPES, ids=["f64", "f16", "i64", "bool"])
+@pytest.mark.parametrize("name", list(OUT_DTYPE_CASES))
+def test_out_dtype_refused_or_cast_as_cpu(name, out_dtype):
+    x = make_tensor((4, 5), low=0.0, high=1.0)
+    _same_out_behaviour(OUT_DTYPE_CASES[name], x, out_dtype)
+
+
+def test_out_dtype_errors_name_the_dtypes():
+    x = make_tensor((4, 5), low=0.0, high=1.0)
+    cpu, dev = _same_out_behaviour(OUT_DTYPE_CASES["clamp"], x, torch.float64)
+    assert "Found dtype Double but expected Float" in str(cpu) and "Found dtype Double but expected Float" in str(dev)
+    cpu, dev = _same_out_behaviour(OUT_DTYPE_CASES["mm"], x, torch.float64)
+    assert str(cpu).splitlines()[0] in str(dev)
+    # The executable of the allowed signature is cached; the refused one never is.
+    for _ in range(2):
+        _same_out_behaviour(OUT_DTYPE_CASES["clamp"], x, torch.float64)
+        _same_out_behaviour(OUT_DTYPE_CASES["add"], x, torch.float64)
+
+
+def test_out_dtype_check_ignores_value_errors_of_zero_twins():
+    # The dtype check runs the op on zero-filled CPU twins: integer division by
+    # those zeros must not be mistaken for a refused out= dtype.
+    a = torch.tensor([7, -7, 9], dtype=torch.int64)
+    b = torch.tensor([2, 2, -4], dtype=torch.int64)
+    for fn in (lambda x, y, o: torch.floor_divide(x, y, out=o), lambda x, y, o: torch.remainder(x, y, out=o),
+               lambda x, y, o: torch.div(x, y, rounding_mode="trunc", out=o)):
+        expected = torch.empty(0, dtype=torch.float64)
+        fn(a, b, expected)
+        got = torch.empty(0, dtype=torch.float64, device=DEV)
+        fn(a.to(DEV), b.to(DEV), got)
+        assert_same(got, expected)
+
+
+def test_bool_sums_and_scans_as_cpu():
+    # sum(dtype=torch.bool) reads elements as != 0 (0.3 is true; it used to be
+    # truncated to 0); CPU has no bool cumsum/cumprod kernel (they used to
+    # return a silent all-False tensor).
+    x = torch.tensor([[0.3, 0.5, 0.0], [0.0, 0.0, -0.2], [0.0, 0.0, 0.0]])
+    check(lambda t: (torch.sum(t, 1, dtype=torch.bool), torch.sum(t, dtype=torch.bool),
+                     torch.sum(t, 0, out=torch.empty(0, dtype=torch.bool, device=t.device))), x)
+    b = x != 0
+    check(lambda t: (t.cumsum(0), t.cumprod(1)), b)  # a bool input alone promotes to int64
+    for fn in (lambda t: torch.cumsum(t, 1, dtype=torch.bool), lambda t: torch.cumprod(t, 0, dtype=torch.bool),
+               lambda t: torch.cumsum(t, 1, out=torch.empty(0, dtype=torch.bool, device=t.device)),
+               lambda t: (t != 0).cumsum_(0), lambda t: (t != 0).cumprod_(1)):
+        assert_same_error(fn, x)
+
+
+# ==========================================================================
+# 11. pointwise results follow a channels_last input's layout, as on CPU
+# ==========================================================================
+
+def _cl(t):
+    return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+
+
+def _per_channel(y):
+    return y[0][(slice(None),) + (slice(0, 1),) * (y.dim() - 2)]   # (C, 1, 1[, 1])
+
+
+CL_CASES = {
+    "relu": lambda x, y: torch.relu(x),
+    "add_scalar": lambda x, y: x + 1.5,
+    "mul_cl_cl": lambda x, y: x * _cl(y),
+    "add_cl_contiguous": lambda x, y: x + y,           # the first full-size input decides: channels_last
+    "add_contiguous_cl": lambda x, y: y + x,           # ... contiguous
+    "bias": lambda x, y: x * _per_channel(y),           # a broadcast operand does not decide
+    "bias_first": lambda x, y: _per_channel(y) - x,
+    "row_first": lambda x, y: y[0, 0, 0] + x,
+    "exp_sigmoid": lambda x, y: torch.sigmoid(x.exp()),
+    "where": lambda x, y: torch.where(x > 0, x, 0.0),
+    "compare": lambda x, y: x > 0.1,
+    "cast_promote": lambda x, y: x.half() + 1,
+    "gelu": lambda x, y: F.gelu(x),
+    "clamp": lambda x, y: x.clamp(-0.5, 0.5),
+    "chain_then_view": lambda x, y: (x * 2).movedim(1, -1).reshape(-1, x.shape[1])[:5],
+    "sum_of_result": lambda x, y: (x + 1).sum((2, 3)),
+    "inplace_on_result": lambda x, y: (x * 3).add_(y),
+    # not pointwise: the layout CPU's kernels choose
+    "conv": lambda x, y: _conv(x, torch.ones((4, 3) + (2,) * (x.dim() - 2), device=x.device)),
+    "conv_cl_weight": lambda x, y: _conv(y.to(x.device), _cl(torch.ones((4, 3) + (2,) * (x.dim() - 2),
+                                                                      device=x.device))),
+    "batch_norm": lambda x, y: F.batch_norm(x, None, None, training=True),
+    "avg_pool": lambda x, y: (F.avg_pool2d if x.dim() == 4 else F.avg_pool3d)(x, 2),
+    "max_pool": lambda x, y: (F.max_pool2d if x.dim() == 4 else F.max_pool3d)(x, 2),
+    "cat": lambda x, y: torch.cat([x, x * 2], 1),
+    "interpolate": lambda x, y: F.interpolate(x, scale_factor=2),
+}
+
+
+def _conv(x, w):
+    return (F.conv2d if x.dim() == 4 else F.conv3d)(x, w)
+
+
+@pytest.mark.parametrize("rank", [4, 5], ids=["2d", "3d"])
+@pytest.mark.parametrize("name", list(CL_CASES))
+def test_channels_last_results_match_cpu_strides(name, rank):
+    shape = (2, 3, 4, 5) if rank == 4 else (2, 3, 2, 3, 4)
+    x, y = _cl(make_tensor(shape)), make_tensor(shape, seed=1)
+    fn = CL_CASES[name]
+    cpu_out, dev_out = fn(x, y), fn(x.to(DEV), y.to(DEV))
+    assert_same(dev_out, cpu_out, check_stride=True)
+    fmt = torch.channels_last if rank == 4 else torch.channels_last_3d
+    assert dev_out.is_contiguous(memory_format=fmt) == cpu_out.is_contiguous(memory_format=fmt)
+
+
+def test_channels_last_result_is_not_a_view():
+    x = _cl(make_tensor((2, 3, 4, 5))).to(DEV)
+    r = x.relu()
+    assert r._base is None and not r._is_view()
+    assert r.untyped_storage().nbytes() == r.numel() * r.element_size()
+    # the storage holds channels_last (physical) order, as CPU's does
+    flat = torch.as_strided(r, (r.numel(),), (1,)).cpu()
+    assert torch.equal(flat, torch.as_strided(x.cpu().relu(), (r.numel(),), (1,)))
+
+
+def test_channels_last_cnn_training_matches_cpu():
+    # Forward, loss and every gradient of a small channels_last CNN (results
+    # travel in channels_last order between the ops, through autograd).
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 4, 3), torch.nn.GELU(),
+                              torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 2))
+    net = net.to(memory_format=torch.channels_last)
+    x = _cl(make_tensor((2, 3, 8, 8)))
+
+    def run(device):
+        m = __import__("copy").deepcopy(net).to(device)
+        out = m(x.to(device))
+        out.square().sum().backward()
+        return [out] + [p.grad for p in m.parameters()]
+
+    expected, actual = run("cpu"), run(DEV)
+    assert_same(actual, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_channels_last_compiled_matches_cpu_strides():
+    torch._dynamo.reset()
+    fn = torch.compile(lambda t: (t * 2 + 1).relu(), backend="tpu") if DEV == "tpu" else (lambda t: (t * 2 + 1).relu())
+    x = _cl(make_tensor((2, 3, 4, 5)))
+    expected = (x * 2 + 1).relu()
+    for _ in range(2):  # the recorded call, then the replay
+        assert_same(fn(x.to(DEV)), expected, check_stride=True)
+    torch._dynamo.reset()

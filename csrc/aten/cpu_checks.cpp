@@ -65,6 +65,17 @@ void alpha_check(const std::vector<c10::IValue>& args) {
   TORCH_CHECK(!integral, "For integral input tensors, argument alpha must not be a floating point number.");
 }
 
+// cumsum/cumprod(self, dim, *, dtype=None[, out]): CPU's scan kernels have no
+// Bool instance. The result dtype is bool when dtype=torch.bool, out= is
+// bool, or an in-place scan of a bool tensor (a bool input alone promotes
+// to int64). Our lowering used to return a silent all-False result.
+void scan_bool_check(const char* kernel, const std::vector<c10::IValue>& args, bool inplace) {
+  bool to_bool = args.size() > 2 && args[2].isInt() && static_cast<at::ScalarType>(args[2].toInt()) == at::kBool;
+  to_bool = to_bool || (args.size() > 3 && is_bool_tensor(args[3])) ||
+            (inplace && args.size() > 0 && is_bool_tensor(args[0]) && (args.size() < 3 || args[2].isNone()));
+  TORCH_CHECK_NOT_IMPLEMENTED(!to_bool, "\"", kernel, "\" not implemented for 'Bool'");
+}
+
 void sub_checks(const std::vector<c10::IValue>& args) {
   sub_check(args);
   alpha_check(args);
@@ -78,6 +89,10 @@ void topk_check(const std::vector<c10::IValue>& args) {
   TORCH_CHECK(args.empty() || !is_bool_tensor(args[0]), "topk does not support bool dtypes on CPU");
 }
 void fill_check(const std::vector<c10::IValue>& args) { fill_value_check(args, 1); }
+void cumsum_check(const std::vector<c10::IValue>& args) { scan_bool_check("cumsum_out_cpu", args, false); }
+void cumsum_inplace_check(const std::vector<c10::IValue>& args) { scan_bool_check("cumsum_out_cpu", args, true); }
+void cumprod_check(const std::vector<c10::IValue>& args) { scan_bool_check("cumprod_out_cpu", args, false); }
+void cumprod_inplace_check(const std::vector<c10::IValue>& args) { scan_bool_check("cumprod_out_cpu", args, true); }
 void masked_fill_check(const std::vector<c10::IValue>& args) { fill_value_check(args, 2); }
 
 }  // namespace
@@ -90,6 +105,8 @@ CpuCheck cpu_kernel_check(const std::string& op) {
       {"topk", topk_check},       {"fill_", fill_check},      {"masked_fill", masked_fill_check},
       {"masked_fill_", masked_fill_check}, {"pow", pow_check}, {"pow_", pow_check},
       {"floor_divide", floor_divide_check}, {"floor_divide_", floor_divide_check},
+      {"cumsum", cumsum_check},   {"cumsum_", cumsum_inplace_check},
+      {"cumprod", cumprod_check}, {"cumprod_", cumprod_inplace_check},
   };
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;

@@ -477,6 +477,8 @@ PYBIND11_MODULE(_C, m) {
     d["cached_executables"] = runtime::cache_size();
     d["disk_loads"] = s.disk_loads.load();
     d["donated_in_flight"] = runtime::client_created() ? runtime::client().donated_in_flight() : 0;
+    d["live_buffers"] = pjrt::Buffer::live.load();
+    d["cached_scalars"] = runtime::scalar_cache_size();
     return d;
   });
   m.def("compile_cache_stats", [] {

@@ -341,7 +341,7 @@ std::optional<shlo::Value> bind(std::vector<ops::Arg>& args, const std::vector<u
 }
 
 std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
-                                     const OpPlan& plan, std::vector<bool>& present) {
+                                     const OpPlan& plan, std::vector<bool>& present, std::vector<int>* channels_last) {
   torch::jit::Stack ms;
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = args[i];
@@ -384,13 +384,23 @@ std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRe
     }
     return outs;
   }
+  auto layout = [&](const at::Tensor& t) {
+    if (!channels_last) return;
+    int rank = 0;
+    if (t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
+        t.is_contiguous(t.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d))
+      rank = static_cast<int>(t.dim());
+    channels_last->push_back(rank);
+  };
   for (const c10::IValue& r : ms) {
     if (r.isTensor()) {
+      layout(r.toTensor());
       outs.push_back(meta_type(r.toTensor()));
       present.push_back(r.toTensor().defined());
     } else if (r.isTensorList()) {
-      for (const at::Tensor& t : r.toTensorVector()) outs.push_back(meta_type(t)), present.push_back(true);
+      for (const at::Tensor& t : r.toTensorVector()) layout(t), outs.push_back(meta_type(t)), present.push_back(true);
     } else if (r.isNone()) {
+      layout(at::Tensor());
       outs.push_back(meta_type(at::Tensor()));
       present.push_back(false);
     }

@@ -47,6 +47,7 @@ struct Marshalled {
   bool rng = false;  // a trailing generator state for kUsesDefaultRng
   ops::MatmulPrecision precision = ops::MatmulPrecision::Highest;
   bool skip_self = false;  // kNoReadSelf in place: self's old value is not loaded
+  bool layout = false;  // a channels_last input: results take the layout the meta function gives
 };
 
 void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::OperatorName& name,
@@ -61,8 +62,11 @@ std::optional<shlo::Value> bind(std::vector<ops::Arg>& args, const std::vector<u
 // broadcasting and shape errors exactly as on CPU). For in-place ops, the
 // written arguments' types. `present` marks results that are real (an
 // output_mask may leave some undefined).
+// `channels_last`, if given, receives per result the rank (4 or 5) of a
+// result the meta function lays out channels_last, else 0.
 std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
-                                     const OpPlan& plan, std::vector<bool>& present);
+                                     const OpPlan& plan, std::vector<bool>& present,
+                                     std::vector<int>* channels_last = nullptr);
 
 // PyTorch's result type over the value operands (index operands excluded).
 ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan);

@@ -3,6 +3,8 @@
 // resize_ and set_ (storages are byte-addressed PJRT buffers, runtime/storage.h).
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "aten/native_kernels.h"
@@ -38,6 +40,25 @@ at::Tensor wrap(const BufferPtr& value, at::ScalarType dtype) {
 // ---------------------------------------------------------------------------
 // Storage and view primitives
 
+namespace {
+
+// torch.use_deterministic_algorithms(True) with
+// torch.utils.deterministic.fill_uninitialized_memory (the default): CPU and
+// CUDA fill new memory with NaN (floating, complex) or the dtype's largest
+// value (integers, bool), so a read of uninitialised memory is reproducible
+// and visible. The fill is an ordinary fill_ (recorded in DeferAndFuse).
+bool fill_uninitialized() {
+  const auto& ctx = at::globalContext();
+  return ctx.deterministicAlgorithms() && ctx.deterministicFillUninitializedMemory();
+}
+
+at::Tensor filled_if_deterministic(at::Tensor t) {
+  if (C10_UNLIKELY(fill_uninitialized()) && t.numel() > 0) at::native::fill_empty_deterministic_(t);
+  return t;
+}
+
+}  // namespace
+
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
                                std::optional<at::Layout> layout, std::optional<at::Device> device,
                                std::optional<bool> pin_memory, std::optional<at::MemoryFormat> memory_format) {
@@ -46,8 +67,8 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<at::ScalarTy
   c10::DeviceGuard guard(device.value_or(at::Device(c10::DeviceType::PrivateUse1, current_device())));
   auto st = dtype.value_or(at::get_default_dtype_as_scalartype());
   elem_of(st);  // reject unsupported dtypes early with a clear message
-  return at::detail::empty_generic(size, tpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st,
-                                   memory_format);
+  return filled_if_deterministic(at::detail::empty_generic(
+      size, tpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st, memory_format));
 }
 
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<at::ScalarType> dtype,
@@ -56,8 +77,8 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
   c10::DeviceGuard guard(device.value_or(at::Device(c10::DeviceType::PrivateUse1, current_device())));
   auto st = dtype.value_or(at::get_default_dtype_as_scalartype());
   elem_of(st);
-  return at::detail::empty_strided_generic(size, stride, tpu_allocator(),
-                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st);
+  return filled_if_deterministic(at::detail::empty_strided_generic(
+      size, stride, tpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st));
 }
 
 void ensure_storage_bytes(const at::Tensor& self, int64_t needed) {
@@ -68,12 +89,15 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<at::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
   if (self.sizes() == size && !memory_format.has_value()) return self;
+  const int64_t old_nbytes = static_cast<int64_t>(self.storage().nbytes());
   impl->set_sizes_contiguous(size);
   if (memory_format.has_value() && *memory_format != at::MemoryFormat::Preserve)
     impl->empty_tensor_restride(*memory_format);
   int64_t needed = static_cast<int64_t>(
       at::detail::computeStorageNbytes(self.sizes(), self.strides(), self.dtype().itemsize(), self.storage_offset()));
   ensure_storage_bytes(self, needed);
+  // As CPU: the bytes a growth added are filled (NaN / max), the old ones kept.
+  if (C10_UNLIKELY(fill_uninitialized())) at::native::fill_resize_deterministic_(self, old_nbytes);
   return self;
 }
 

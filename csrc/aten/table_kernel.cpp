@@ -3,6 +3,7 @@
 // PyTorch's meta functions; results delivered or written through views.
 #include "aten/table_kernel.h"
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
@@ -16,21 +17,32 @@ namespace {
 // Runs the op on zero-filled CPU twins of the tpu tensors (same sizes and
 // strides) so that CPU's own checks raise their error; the CPU result is
 // discarded. For error paths only: it allocates the real sizes.
-void run_on_cpu_twins(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
-  auto twin = [](const at::Tensor& t) {
+// `out_dtypes` (with `plan`), if given, replaces the dtypes of the out=
+// tensors' twins, in order.
+void run_on_cpu_twins(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                      const OpPlan* plan = nullptr, const std::vector<at::ScalarType>* out_dtypes = nullptr) {
+  auto twin = [](const at::Tensor& t, std::optional<at::ScalarType> dtype = std::nullopt) {
     if (!t.defined() || !t.is_privateuseone()) return t;
     int64_t extent = static_cast<int64_t>(
         at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.dtype().itemsize(), t.storage_offset()) /
         t.dtype().itemsize());
-    return at::zeros({extent}, t.options().device(at::kCPU)).as_strided(t.sizes(), t.strides(), t.storage_offset());
+    return at::zeros({extent}, t.options().device(at::kCPU).dtype(dtype.value_or(t.scalar_type())))
+        .as_strided(t.sizes(), t.strides(), t.storage_offset());
+  };
+  size_t next_out = 0;
+  auto out_dtype = [&](size_t i) -> std::optional<at::ScalarType> {
+    if (!out_dtypes || !plan || i >= plan->args.size() || !plan->args[i].is_out || next_out >= out_dtypes->size())
+      return std::nullopt;
+    return (*out_dtypes)[next_out++];
   };
   torch::jit::Stack cpu;
-  for (const c10::IValue& v : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
     if (v.isTensor()) {
-      cpu.emplace_back(twin(v.toTensor()));
+      cpu.emplace_back(twin(v.toTensor(), out_dtype(i)));
     } else if (v.isTensorList()) {
       std::vector<at::Tensor> l;
-      for (const at::Tensor& t : v.toTensorVector()) l.push_back(twin(t));
+      for (const at::Tensor& t : v.toTensorVector()) l.push_back(twin(t, out_dtype(i)));
       cpu.emplace_back(l);
     } else if (v.isList() && !v.isIntList() && !v.isDoubleList() && !v.isBoolList()) {
       c10::List<std::optional<at::Tensor>> l;
@@ -91,6 +103,79 @@ void store(const at::Tensor& target, const BufferPtr& value) {
 // it cannot be cast to (out= and in-place; meta functions do not check).
 void check_castable(at::ScalarType result, at::ScalarType into) {
   TORCH_CHECK(at::canCast(result, into), "result type ", result, " can't be cast to the desired output type ", into);
+}
+
+// CPU lays a result out as its inputs are: a channels_last input gives a
+// channels_last result from pointwise ops (x.relu(), x + 1, x * bias; a
+// contiguous first input a contiguous one), convolutions, batch norm,
+// pooling, cat... The meta function computes that layout, so when an input
+// is channels_last, the inputs' layouts join the key and the cache miss
+// records which results the meta function lays out channels_last (the key
+// holds each input's class, contiguous or channels_last, whose strides
+// follow from its sizes, or else its strides).
+// Cheap when no input is channels_last (two cached flags per tensor).
+bool strictly_channels_last(const at::Tensor& t) {
+  return t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
+         t.is_contiguous(t.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d);
+}
+bool layout_key(const std::vector<c10::IValue>& args, std::string& key) {
+  bool any = false;
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) {
+      any = any || strictly_channels_last(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) any = any || strictly_channels_last(t);
+    }
+  }
+  if (!any) return false;
+  std::string classes = "|cl:";
+  auto add = [&](const at::Tensor& t) {
+    if (!t.defined() || t.is_contiguous()) {
+      classes += 'c';
+    } else if (strictly_channels_last(t)) {
+      classes += 'L';
+    } else {  // any other view (a bias sliced out of a tensor): its strides
+      classes += 's';
+      for (int64_t st : t.strides()) classes += std::to_string(st) + ',';
+    }
+  };
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) {
+      add(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) add(t);
+    }
+  }
+  key += classes;
+  return true;
+}
+
+// N, C, spatial... -> N, spatial..., C (the physical order of channels_last).
+std::vector<int64_t> channels_last_perm(int rank) {
+  std::vector<int64_t> p{0};
+  for (int d = 2; d < rank; ++d) p.push_back(d);
+  p.push_back(1);
+  return p;
+}
+TensorType physical_type(TensorType t, int layout) {
+  if (!layout || t.rank() != layout) return t;
+  std::vector<int64_t> dims;
+  for (int64_t d : channels_last_perm(layout)) dims.push_back(t.dims[d]);
+  t.dims = dims;
+  return t;
+}
+
+// A result buffer in channels_last order as a tensor of PyTorch's sizes with
+// channels_last strides (not a view: its own storage, like CPU's result).
+at::Tensor wrap_result(const BufferPtr& value, at::ScalarType dtype, int layout) {
+  at::Tensor t = wrap(value, dtype);
+  if (!layout || value->type().rank() != layout) return t;
+  const std::vector<int64_t>& phys = value->type().dims;
+  std::vector<int64_t> sizes{phys[0], phys.back()};
+  for (size_t d = 1; d + 1 < phys.size(); ++d) sizes.push_back(phys[d]);
+  auto strides = layout == 4 ? c10::get_channels_last_strides_2d(sizes) : c10::get_channels_last_strides_3d(sizes);
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
+  return t;
 }
 
 }  // namespace
@@ -166,6 +251,7 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   } release{m, !reused_busy};
   reused_busy = true;
   marshal(plan_, *lowering_, op.schema().operator_name(), args, dev, m);
+  m.layout = plan_.variant == Variant::Functional && layout_key(args, m.key);
 
   if (runtime::mode() == runtime::Mode::DeferAndFuse) {
     record(op, args, m, dev, stack);
@@ -182,7 +268,26 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, compiled->output_present);
 
   torch::jit::drop(*stack, n);
-  deliver(args, outputs, compiled->output_present, stack);
+  static const std::vector<int> kContiguous;
+  if (!m.layout) {
+    deliver(args, outputs, compiled->output_present, stack, kContiguous);
+    return;
+  }
+  std::vector<int> channels_last;
+  bool known = false;
+  {
+    std::lock_guard<std::mutex> lock(signatures_mutex_);
+    auto it = layouts_.find(m.key);
+    if (it != layouts_.end()) channels_last = it->second, known = true;
+  }
+  // An executable this kernel did not build (another op sharing the key):
+  // the layout its results come in is still the meta function's.
+  if (!known) {
+    channels_last = result_layouts(op, args);
+    std::lock_guard<std::mutex> lock(signatures_mutex_);
+    layouts_[m.key] = channels_last;
+  }
+  deliver(args, outputs, compiled->output_present, stack, channels_last);
 }
 
 // DeferAndFuse: record the op into the pending graph; its results are
@@ -205,12 +310,37 @@ void TableKernel::record(const c10::OperatorHandle& op, const std::vector<c10::I
     return emit(b, ins, *sig, /*known=*/true).results;
   };
   std::vector<TensorType> types = sig->outs;
+  for (size_t k = 0; k + lowering_->writeback_args.size() < types.size(); ++k)
+    if (k < sig->channels_last.size() && (k >= sig->present.size() || sig->present[k]))
+      types[k] = physical_type(types[k], sig->channels_last[k]);
   types.resize(types.size() + sig->checks.size(), TensorType{ElemType::S64, {}});
   std::vector<BufferPtr> outputs = runtime::record(dev, lowering_->name + std::string("|") + m.key, m.inputs, types,
                                                    std::move(fn));
   take_checks(op, outputs, sig->checks);
   torch::jit::drop(*stack, plan_.args.size());
-  deliver(args, outputs, sig->present, stack);
+  deliver(args, outputs, sig->present, stack, sig->channels_last);
+}
+
+// Which results CPU lays out channels_last (Signature::channels_last), from
+// the meta function alone. CPU's convolution gives a channels_last result
+// when its input or its weight is channels_last; its meta function says
+// contiguous.
+std::vector<int> TableKernel::result_layouts(const c10::OperatorHandle& op,
+                                             const std::vector<c10::IValue>& args) const {
+  std::vector<int> channels_last;
+  std::vector<bool> present;
+  try {
+    meta_outputs(op, args, plan_, present, &channels_last);
+  } catch (...) {
+    channels_last.clear();  // the lowering reports what is wrong
+  }
+  if (op.schema().name() == "aten::convolution_overrideable" && args.size() > 1 && args[0].isTensor() &&
+      args[1].isTensor()) {
+    const at::Tensor& x = args[0].toTensor();
+    bool cl = strictly_channels_last(x) || strictly_channels_last(args[1].toTensor());
+    channels_last.assign(1, cl ? static_cast<int>(x.dim()) : 0);
+  }
+  return channels_last;
 }
 
 // What the lowering needs beyond the marshalled arguments, on a cache miss:
@@ -226,13 +356,24 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
   sig.precision = m.precision;
   if (!lowering_->infer) {
     try {
-      sig.outs = meta_outputs(op, args, plan_, sig.present);
+      sig.outs = meta_outputs(op, args, plan_, sig.present, m.layout ? &sig.channels_last : nullptr);
     } catch (...) {  // c10::Error, or a Python meta function's exception
-      check_out_casts(args);  // CPU's message where the out= dtype is the problem
+      // CPU's error (type and words) where the out= dtype is the problem
+      if (plan_.variant == Variant::Out) check_out_dtypes(op, args, /*meta_refused=*/true);
+      check_out_casts(args);
       throw;
     }
+    if (plan_.variant == Variant::Out) check_out_dtypes(op, args);
     compute_in_result_dtype(args, sig.outs);
     check_inplace_cast(args);
+  } else if (plan_.variant == Variant::Out) {
+    check_out_dtypes(op, args);  // lowerings that infer their result types (sort, cumsum)
+  } else if (m.layout) {
+    sig.channels_last = result_layouts(op, args);  // a lowering that infers its result types (convolution, cat)
+  }
+  if (m.layout) {
+    std::lock_guard<std::mutex> lock(signatures_mutex_);
+    layouts_[m.key] = sig.channels_last;
   }
   sig.common = (lowering_->flags & ops::kNoPromotion) ? ElemType::F32 : common_dtype(args, plan_);
   for (int j : lowering_->writeback_args) {
@@ -266,7 +407,7 @@ runtime::BuiltModule TableKernel::build(const c10::OperatorHandle& op, const std
   }
   if (keep) {
     const size_t declared = e.outs.size() - e.checks.size();
-    sig.outs.assign(e.outs.begin(), e.outs.begin() + declared);
+    sig.outs = e.logical;
     sig.present.assign(e.present.begin(), e.present.begin() + declared);
     sig.checks = e.checks;
     sig.writeback_types.clear();
@@ -324,6 +465,14 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
       results[k] = b.reshape(results[k], outs[k].dims);
     }
   }
+  // A channels_last result leaves the module in that order (declared results only).
+  std::vector<TensorType> logical = outs;
+  for (size_t k = 0; k < declared && k < sig.channels_last.size(); ++k) {
+    const int rank = sig.channels_last[k];
+    if (!rank || outs[k].rank() != rank || (k < present.size() && !present[k])) continue;
+    results[k] = b.transpose(results[k], channels_last_perm(rank));
+    outs[k] = physical_type(outs[k], rank);
+  }
   std::vector<ops::CheckSpec> specs;
   for (const ops::Check& ch : ctx.checks) {
     results.push_back(ch.bad);
@@ -331,7 +480,7 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
     present.push_back(true);
     specs.push_back(ch.spec);
   }
-  return Emitted{results, outs, present, specs};
+  return Emitted{results, outs, present, specs, logical};
 }
 
 // Result dtypes of the functional sibling of an out= overload; empty when
@@ -380,6 +529,61 @@ void TableKernel::check_out_casts(const std::vector<c10::IValue>& args) {
     if (outs[k].defined()) check_castable(dtypes[k], outs[k].scalar_type());
 }
 
+// out= of another dtype than the result's. Whether CPU casts into it or
+// refuses it is each kernel's choice, and meta functions accept it either
+// way: TensorIterator ops that promote cast (add, exp, maximum, sum); those
+// that do not refuse (clamp, neg, floor, gelu: "Found dtype Double but
+// expected Float"); structured kernels without TensorIterator refuse (mm,
+// softmax, gather, tril: "Expected out tensor to have dtype float, but got
+// double instead"); others have their own words (where, index_select, amax,
+// nan_to_num, take). So, once per signature (the out dtypes are part of the
+// executable's key; a hit never comes here), the op runs on zero-filled CPU
+// twins, and CPU's error is raised when the same call with out= of the
+// result dtypes passes (zeros can fail a value check, integer division say,
+// which is no fault of the out dtype and is left to the device's own check).
+//
+// When the meta function already refused the call (`meta_refused`), the error
+// is certain and only its words are in question: CPU's kernel is asked on
+// twins and its error, if any, is raised instead of the meta function's
+// (nansum(f32, out=int64): CPU's NotImplementedError, not the meta's
+// RuntimeError). A kernel checks shapes and dtypes before it computes, so a
+// twin that fails on its zero values has passed those checks.
+void TableKernel::check_out_dtypes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                                   bool meta_refused) {
+  if (meta_refused) {
+    run_on_cpu_twins(op, args);
+    return;
+  }
+  std::vector<at::ScalarType> dtypes = functional_dtypes(args);
+  if (dtypes.empty()) return;
+  bool differs = false;
+  size_t k = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!plan_.args[i].is_out) continue;
+    std::vector<at::Tensor> outs;
+    if (args[i].isTensor()) outs.push_back(args[i].toTensor());
+    else if (args[i].isTensorList()) outs = args[i].toTensorVector();
+    for (const at::Tensor& o : outs) {
+      if (k < dtypes.size() && o.defined() && o.scalar_type() != dtypes[k]) differs = true;
+      ++k;
+    }
+  }
+  if (!differs || k != dtypes.size()) return;
+  std::exception_ptr refused;
+  try {
+    run_on_cpu_twins(op, args);
+  } catch (...) {
+    refused = std::current_exception();
+  }
+  if (!refused) return;
+  try {
+    run_on_cpu_twins(op, args, &plan_, &dtypes);
+  } catch (...) {
+    return;  // not the out dtype's doing
+  }
+  std::rethrow_exception(refused);
+}
+
 // out= of another dtype than the op's result (add(f16, f16, out=f64)): CPU
 // computes in the result dtype (33000 + 33000 overflows to inf in f16) and
 // then casts into out, so the lowering produces the functional result type
@@ -410,7 +614,8 @@ void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
 }
 
 void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,
-                          const std::vector<bool>& present, torch::jit::Stack* stack) const {
+                          const std::vector<bool>& present, torch::jit::Stack* stack,
+                          const std::vector<int>& channels_last) const {
   // Undeclared updates (running stats) come last.
   for (size_t j = lowering_->writeback_args.size(); j > 0; --j) {
     const c10::IValue& target = args.at(lowering_->writeback_args[j - 1]);
@@ -421,7 +626,8 @@ void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<Buff
     std::vector<at::Tensor> ts;
     for (size_t k = 0; k < outputs.size(); ++k) {
       bool real = k >= present.size() || present[k];
-      ts.push_back(real ? wrap(outputs[k], scalar_type_of(outputs[k]->type().elem)) : at::Tensor());
+      int layout = k < channels_last.size() ? channels_last[k] : 0;
+      ts.push_back(real ? wrap_result(outputs[k], scalar_type_of(outputs[k]->type().elem), layout) : at::Tensor());
     }
     if (plan_.returns_list) {
       stack->emplace_back(ts);

@@ -193,7 +193,9 @@ std::vector<int64_t> reduce_dims(LowerCtx& c, size_t dim_arg, int rank) {
 std::vector<Value> sum(LowerCtx& c) {
   Value x = c.t(0);
   ElemType acc = accumulate_type(c.out().elem);
-  if (acc == ElemType::Pred) acc = ElemType::S64;
+  // A bool sum (dtype=torch.bool or out= bool) reads each element as != 0
+  // first, as CPU casts to bool: 0.3 is true, not truncated to 0.
+  if (acc == ElemType::Pred) x = c.b.convert(x, ElemType::Pred), acc = ElemType::S64;
   Value xc = c.b.convert(x, acc);
   auto dims = reduce_dims(c, 1, x.type.rank());
   Value r = c.b.reshape(sum_dims(c.b, xc, dims), c.out().dims);

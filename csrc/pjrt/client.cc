@@ -99,7 +99,10 @@ void Buffer::discard() {
   raw_ = nullptr;
 }
 
-Buffer::~Buffer() { discard(); }
+Buffer::~Buffer() {
+  discard();
+  live.fetch_sub(1, std::memory_order_relaxed);
+}
 
 Executable::~Executable() {
   if (raw_ && g_api) {

@@ -75,9 +75,14 @@ std::vector<BufferPtr> record(int device, const std::string& key, const std::vec
   // never reference each other's values.
   for (const auto& in : inputs)
     if (in->pending() && in->owner() != owner) flush_owner(in->owner(), "a value recorded by another thread");
+  if (auto it = g_graphs.find(owner); it != g_graphs.end()) {
+    if (it->second.device >= 0 && it->second.device != device) flush_owner(owner, "ops on another device");
+    else if (it->second.nodes.size() >= kMaxRecordedOps) flush_owner(owner, "graph size threshold");
+  }
+  // Only now: a flush erases the owner's emptied graph, so a reference taken
+  // before it would dangle (the op was then recorded into freed memory, and
+  // the 2001st op of a chain failed at the sync with "unordered_map::at").
   Graph& g = g_graphs[owner];
-  if (g.device >= 0 && g.device != device) flush_owner(owner, "ops on another device");
-  if (g.nodes.size() >= kMaxRecordedOps) flush_owner(owner, "graph size threshold");
   g.device = device;
   Node n;
   n.key = key;

@@ -191,17 +191,28 @@ BufferPtr upload(const void* data, const TensorType& type, int device) {
   return client().from_host(data, type, device);
 }
 
+namespace {
+struct ScalarKey {
+  uint64_t bits;
+  int type, device;
+  bool operator==(const ScalarKey& o) const { return bits == o.bits && type == o.type && device == o.device; }
+};
+struct ScalarHash {
+  size_t operator()(const ScalarKey& k) const { return std::hash<uint64_t>()(k.bits) ^ (k.type * 131 + k.device); }
+};
+std::mutex g_scalar_mu;
+std::unordered_map<ScalarKey, BufferPtr, ScalarHash> g_scalar_cache;
+}  // namespace
+
+size_t scalar_cache_size() {
+  std::lock_guard<std::mutex> lock(g_scalar_mu);
+  return g_scalar_cache.size();
+}
+
 BufferPtr upload_scalar(const void* bytes, ElemType type, int device) {
-  struct Key {
-    uint64_t bits;
-    int type, device;
-    bool operator==(const Key& o) const { return bits == o.bits && type == o.type && device == o.device; }
-  };
-  struct Hash {
-    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.bits) ^ (k.type * 131 + k.device); }
-  };
-  static std::mutex mu;
-  static std::unordered_map<Key, BufferPtr, Hash> cache;
+  using Key = ScalarKey;
+  auto& mu = g_scalar_mu;
+  auto& cache = g_scalar_cache;
   Key key{0, static_cast<int>(type), device};
   std::memcpy(&key.bits, bytes, shlo::byte_size(type));
   {

@@ -80,6 +80,8 @@ BufferPtr upload(const void* data, const TensorType& type, int device);
 // offsets) are uploaded once. The cache holds a reference, so such a buffer
 // is never donated.
 BufferPtr upload_scalar(const void* bytes, ElemType type, int device);
+// Scalar buffers upload_scalar keeps (bounded; leak tests discount them).
+size_t scalar_cache_size();
 
 // Appends a type ("f32,2,3;") to a cache key.
 void append_type(std::string& key, const TensorType& t);
