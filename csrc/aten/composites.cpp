@@ -1,7 +1,9 @@
 // ATen overloads served by composing other ops on 'tpu': the
-// _native_batch_norm_legit family (over native_batch_norm's lowering) and
-// masked_select (through boolean indexing).
+// _native_batch_norm_legit family (over native_batch_norm's lowering),
+// masked_select (through boolean indexing) and the rrelu_with_noise
+// overloads that update their noise argument (over the functional one).
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
 
 #include "aten/native_kernels.h"
 
@@ -64,6 +66,35 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   c10::List<std::optional<at::Tensor>> idx;
   idx.push_back(mask.expand(shape));
   return at::index(self.expand(shape), idx);
+}
+
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  at::Tensor r = ttpu::aten::masked_select(self, mask);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
+// rrelu_with_noise and its in-place and out= forms write the drawn slopes
+// into `noise`; the lowering is the functional form, which returns them.
+at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+                            const at::Scalar& upper, bool training, std::optional<at::Generator> generator) {
+  auto [out, noise_out] = at::rrelu_with_noise_functional(self, noise, lower, upper, training, generator);
+  if (training) noise.copy_(noise_out);
+  return out;
+}
+
+at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper,
+                              bool training, std::optional<at::Generator> generator) {
+  return self.copy_(ttpu::aten::rrelu_with_noise(self, noise, lower, upper, training, generator));
+}
+
+at::Tensor& rrelu_with_noise_out(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+                                 const at::Scalar& upper, bool training, std::optional<at::Generator> generator,
+                                 at::Tensor& out) {
+  at::Tensor r = ttpu::aten::rrelu_with_noise(self, noise, lower, upper, training, generator);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
 }
 
 }  // namespace ttpu::aten

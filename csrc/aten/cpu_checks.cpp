@@ -76,6 +76,38 @@ void scan_bool_check(const char* kernel, const std::vector<c10::IValue>& args, b
   TORCH_CHECK_NOT_IMPLEMENTED(!to_bool, "\"", kernel, "\" not implemented for 'Bool'");
 }
 
+void heaviside_check(const std::vector<c10::IValue>& args) {
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
+  const at::Tensor &x = args[0].toTensor(), &v = args[1].toTensor();
+  TORCH_CHECK(!x.is_complex() && !v.is_complex(), "heaviside is not yet implemented for complex tensors.");
+  TORCH_CHECK(x.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes.");
+}
+
+// var/std(_mean).correction(self, dim?, *, correction?, keepdim): CPU warns
+// when the correction leaves no degrees of freedom (the result is NaN/inf).
+template <const char* Name>
+void variance_dof_check(const std::vector<c10::IValue>& args) {
+  if (args.empty() || !args[0].isTensor()) return;
+  const at::Tensor& x = args[0].toTensor();
+  int64_t n = x.numel();
+  if (args.size() > 1 && args[1].isIntList() && !args[1].toIntVector().empty()) {
+    n = 1;
+    for (int64_t d : args[1].toIntVector()) n *= x.dim() == 0 ? 1 : x.size(at::maybe_wrap_dim(d, x.dim()));
+  }
+  double correction = args.size() > 2 && args[2].isScalar() ? args[2].toScalar().toDouble() : 1.0;
+  if (n - correction <= 0)
+    TORCH_WARN(Name, "(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+               "(input numel divided by output numel).");
+}
+constexpr char kVar[] = "var", kStd[] = "std", kVarMean[] = "var_mean", kStdMean[] = "std_mean";
+
+void rrelu_check(const std::vector<c10::IValue>& args) {
+  // rrelu_with_noise_functional(self, noise, lower, upper, training, generator)
+  if (args.size() < 5 || !args[2].isScalar() || !args[3].isScalar() || !args[4].toBool()) return;
+  TORCH_CHECK(args[2].toScalar().toDouble() <= args[3].toScalar().toDouble(),
+              "Lower bound should be less than or equal to the upper bound");
+}
+
 void sub_checks(const std::vector<c10::IValue>& args) {
   sub_check(args);
   alpha_check(args);
@@ -107,6 +139,10 @@ CpuCheck cpu_kernel_check(const std::string& op) {
       {"floor_divide", floor_divide_check}, {"floor_divide_", floor_divide_check},
       {"cumsum", cumsum_check},   {"cumsum_", cumsum_inplace_check},
       {"cumprod", cumprod_check}, {"cumprod_", cumprod_inplace_check},
+      {"heaviside", heaviside_check}, {"heaviside_", heaviside_check},
+      {"rrelu_with_noise_functional", rrelu_check},
+      {"var", variance_dof_check<kVar>}, {"std", variance_dof_check<kStd>},
+      {"var_mean", variance_dof_check<kVarMean>}, {"std_mean", variance_dof_check<kStdMean>},
   };
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;

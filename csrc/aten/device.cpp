@@ -90,7 +90,11 @@ TensorType type_of(const at::Tensor& t) {
 void rethrow_as_torch_error(const std::string& what) {
   try {
     throw;
-  } catch (const c10::Error&) {
+  } catch (c10::Error& e) {
+    // PyTorch's own check (or CPU's, run on CPU twins): its type and words
+    // stay, our context is added on a line of its own.
+    if (std::string(e.what_without_backtrace()).find("torch_tpu") == std::string::npos)
+      e.add_context("torch_tpu: raised in " + what);
     throw;
   } catch (pybind11::error_already_set& e) {
     // The same, raised through pybind11.

@@ -50,6 +50,8 @@ void MaskExpandingKernel::operator()(const c10::OperatorHandle& op, c10::Dispatc
         continue;
       }
       changed = true;
+      if (t.scalar_type() == at::kByte)  // CPU's words (ATen's expandTensors)
+        TORCH_WARN("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.");
       at::Tensor nz = at::nonzero(t.is_cpu() ? t : t.to(at::kCPU));
       for (int64_t j = 0; j < t.dim(); ++j) expanded.push_back(nz.select(1, j));
     }

@@ -239,7 +239,20 @@ void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::Opera
         break;
       case ops::Arg::Scalar: {
         at::Scalar s = v.toScalar();
-        TORCH_CHECK(!s.isComplex(), "torch_tpu: complex scalars are not supported yet");
+        if (s.isComplex()) {
+          // A complex Python scalar: a complex128 0-d input; the lowering
+          // converts it to the common (complex) dtype, or to a real one by
+          // its real part where CPU allows that (fill_ checks the imaginary
+          // part first, as c10's checked conversion does).
+          key += 'c';
+          a.kind = ops::Arg::Scalar;
+          a.scalar_is_float = true;
+          c10::complex<double> z = s.toComplexDouble();
+          a.scalar_value = z.real();
+          takes = 1;
+          m.inputs.push_back(runtime::upload(&z, TensorType{ElemType::C128, {}}, dev));
+          break;
+        }
         if (lowering.flags & ops::kScalarValuesInKey) key += s.toDouble() == s.toDouble() ? std::to_string(s.toDouble()) : "nan";
         a.kind = ops::Arg::Scalar;
         a.scalar_is_float = s.isFloatingPoint();

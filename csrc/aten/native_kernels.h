@@ -83,5 +83,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_new(
     const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double eps,
     std::array<bool, 3> output_mask, const at::Tensor& reserve);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
+at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out);
+at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+                            const at::Scalar& upper, bool training, std::optional<at::Generator> generator);
+at::Tensor& rrelu_with_noise_(at::Tensor& self, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper,
+                              bool training, std::optional<at::Generator> generator);
+at::Tensor& rrelu_with_noise_out(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
+                                 const at::Scalar& upper, bool training, std::optional<at::Generator> generator,
+                                 at::Tensor& out);
+// storage_ops.cpp: a ZeroTensor (no storage; ops read it as zeros)
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                                 std::optional<at::Layout> layout, std::optional<at::Device> device,
+                                 std::optional<bool> pin_memory);
 
 }  // namespace ttpu::aten

@@ -114,6 +114,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", nonzero_host);
   m.impl("nonzero.out", nonzero_out);
   m.impl("masked_select", masked_select);
+  m.impl("masked_select.out", masked_select_out);
+  m.impl("rrelu_with_noise", rrelu_with_noise);
+  m.impl("rrelu_with_noise_", rrelu_with_noise_);
+  m.impl("rrelu_with_noise.out", rrelu_with_noise_out);
+  m.impl("_efficientzerotensor", efficient_zero_tensor);
   m.impl("_unique2", unique2_host);
   m.impl("_unique", unique_host);
   m.impl("unique_dim", unique_dim_host);

@@ -81,6 +81,42 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
       size, stride, tpu_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), st));
 }
 
+// _efficientzerotensor: as on CPU and CUDA, a tensor with the ZeroTensor
+// key and no memory (autograd makes these for gradients known to be zero,
+// torch.func.hessian among others). ATen's ZeroTensor fallback hands ops a
+// materialised zeros tensor on 'tpu' and refuses writes into it.
+namespace {
+void no_delete(void*) {}
+struct ZeroAllocator final : c10::Allocator {
+  c10::Device device;
+  explicit ZeroAllocator(c10::Device d) : device(d) {}
+  c10::DataPtr allocate(size_t) override { return {nullptr, nullptr, &no_delete, device}; }
+  c10::DeleterFnPtr raw_deleter() const override { return &no_delete; }
+  void copy_data(void*, const void*, std::size_t) const override {}
+};
+}  // namespace
+
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                                 std::optional<at::Layout> layout, std::optional<at::Device> device,
+                                 std::optional<bool> pin_memory) {
+  at::Device d = device.value_or(at::Device(c10::DeviceType::PrivateUse1, current_device()));
+  if (d.index() < 0) d = at::Device(c10::DeviceType::PrivateUse1, current_device());
+  auto st = dtype.value_or(at::get_default_dtype_as_scalartype());
+  elem_of(st);
+  // The storage keeps a pointer to its allocator: one per device, for good.
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<ZeroAllocator>> allocators;
+  ZeroAllocator* allocator;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& a = allocators[d.index()];
+    if (!a) a = std::make_unique<ZeroAllocator>(d);
+    allocator = a.get();
+  }
+  auto keys = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1) | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(size, allocator, keys, st, std::nullopt);
+}
+
 void ensure_storage_bytes(const at::Tensor& self, int64_t needed) {
   if (needed > static_cast<int64_t>(self.storage().nbytes())) resize_storage_bytes(self.storage(), needed);
 }

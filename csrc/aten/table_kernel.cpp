@@ -58,6 +58,45 @@ void run_on_cpu_twins(const c10::OperatorHandle& op, const std::vector<c10::IVal
   op.callBoxed(cpu);  // throws CPU's error; the CPU result is discarded
 }
 
+// Whether CPU twins of the arguments are cheap enough to build on an error
+// path (a shape error on a huge tensor must not allocate its CPU copy).
+bool twins_are_small(const std::vector<c10::IValue>& args) {
+  constexpr size_t kLimit = 16 << 20;
+  size_t bytes = 0;
+  auto add = [&](const at::Tensor& t) {
+    if (t.defined() && t.is_privateuseone()) bytes += t.storage().nbytes();
+  };
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) add(v.toTensor());
+    else if (v.isTensorList()) for (const at::Tensor& t : v.toTensorVector()) add(t);
+  }
+  return bytes <= kLimit;
+}
+
+// Empty inputs are where meta functions and CPU kernels disagree most
+// (max(dim) over a zero-size dim: meta gives an empty result, CPU an
+// IndexError), so a new signature with an empty input tensor (not an
+// out= or written one) runs once on CPU twins and raises CPU's IndexError.
+// Other errors of the twins are not CPU's answer for the real values (the
+// twins are zeros: integer division by them fails), so they are ignored;
+// ops drawing from a generator keep their own checks.
+void check_empty_inputs(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, const OpPlan& plan) {
+  bool empty = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
+    if (v.isGenerator()) return;
+    if (i < plan.args.size() && plan.args[i].is_mutated) continue;
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().numel() == 0) empty = true;
+  }
+  if (!empty || !twins_are_small(args)) return;
+  try {
+    run_on_cpu_twins(op, args);
+  } catch (const c10::IndexError&) {
+    throw;
+  } catch (const std::exception&) {
+  }
+}
+
 // The trailing results that are device-side check flags go to the runtime,
 // which reads them at the next sync point (at once in Debug mode).
 void take_checks(const c10::OperatorHandle& op, std::vector<BufferPtr>& outputs,
@@ -361,9 +400,14 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
       // CPU's error (type and words) where the out= dtype is the problem
       if (plan_.variant == Variant::Out) check_out_dtypes(op, args, /*meta_refused=*/true);
       check_out_casts(args);
+      // Where meta and CPU word a refusal differently (amax over a
+      // zero-size dim: meta's RuntimeError, CPU's IndexError), CPU's error
+      // wins: the op runs once on zero-filled CPU twins when they are small.
+      if (twins_are_small(args)) run_on_cpu_twins(op, args);
       throw;
     }
     if (plan_.variant == Variant::Out) check_out_dtypes(op, args);
+    check_empty_inputs(op, args, plan_);
     compute_in_result_dtype(args, sig.outs);
     check_inplace_cast(args);
   } else if (plan_.variant == Variant::Out) {

@@ -1,5 +1,5 @@
 // Activation functions and their backwards: relu/threshold, gelu, silu,
-// sigmoid/tanh backwards, leaky_relu, elu, hardtanh, hardsigmoid/hardswish,
+// sigmoid/tanh backwards, leaky_relu, prelu, elu, hardtanh, hardsigmoid/hardswish,
 // the shrinks, softplus, mish, log_sigmoid, glu, and the softmax family
 // (softmax and log_softmax along one dim, accumulated in f32 for f16/bf16).
 
@@ -108,6 +108,27 @@ std::vector<Value> leaky_relu(LowerCtx& c) {
   Value x = in(c, 0, ct);
   Value slope = c.scalar_like(1, x);
   return finish(c, c.b.select(c.b.compare(Compare::GT, x, cst(c, 0, x)), x, c.b.mul(x, slope)));
+}
+
+// _prelu_kernel(self, weight): x > 0 ? x : w * x, weight broadcast like a
+// second elementwise operand (F.prelu reshapes it to the channel dim).
+std::vector<Value> prelu(LowerCtx& c) {
+  ElemType ct = float_compute(c);
+  Value x = in(c, 0, ct), w = in(c, 1, ct);
+  return finish(c, c.b.select(c.b.compare(Compare::GT, x, cst(c, 0, x)), x, c.b.mul(w, x)));
+}
+
+// _prelu_kernel_backward(grad, self, weight) -> (grad_self, grad_weight),
+// both of the broadcast shape (autograd sums grad_weight to weight's shape).
+std::vector<Value> prelu_backward(LowerCtx& c) {
+  Builder& b = c.b;
+  ElemType ct = accumulate_type(c.out(0).elem);
+  TensorType shape{ct, c.out(0).dims};
+  Value g = broadcast_convert(b, c.t(0), shape), x = broadcast_convert(b, c.t(1), shape),
+        w = broadcast_convert(b, c.t(2), shape);
+  Value pos = b.compare(Compare::GT, x, cst(c, 0, x));
+  Value dx = b.select(pos, g, b.mul(w, g)), dw = b.select(pos, cst(c, 0, x), b.mul(x, g));
+  return {b.convert(dx, c.out(0).elem), b.convert(dw, c.out(1).elem)};
 }
 
 Value softplus(Builder& b, const Value& x) {
@@ -315,6 +336,8 @@ void append_activations(std::vector<Lowering>& t) {
   t.push_back({"sigmoid_backward", sigmoid_bwd, {"sigmoid_backward+"}});
   t.push_back({"tanh_backward", tanh_bwd, {"tanh_backward+"}});
   t.push_back({"leaky_relu", leaky_relu, {"leaky_relu+"}});
+  t.push_back({"prelu", prelu, {"_prelu_kernel"}});
+  t.push_back({"prelu_backward", prelu_backward, {"_prelu_kernel_backward"}});
   t.push_back({"elu", elu, {"elu+"}});
   t.push_back({"elu_backward", elu_backward, {"elu_backward+"}});
   t.push_back({"hardtanh", hardtanh, {"hardtanh+"}});

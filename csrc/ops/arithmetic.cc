@@ -239,6 +239,22 @@ std::vector<Value> remainder(LowerCtx& c) {
   return finish(c, b.select(fix, b.add(r, d), r));
 }
 
+// complex(real, imag) and polar(abs, angle): a complex result from two
+// broadcast real operands of the part type (only the out= overloads have
+// kernels; the functional forms are composites over them).
+std::vector<Value> complex_from(LowerCtx& c, bool polar) {
+  Builder& b = c.b;
+  const TensorType& out = c.out();
+  TensorType pt{out.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, out.dims};
+  Value x = broadcast_convert(b, c.t(0), pt), y = broadcast_convert(b, c.t(1), pt);
+  if (polar) {
+    Value r = x;
+    x = b.mul(r, b.unary("cosine", y));
+    y = b.mul(r, b.unary("sine", y));
+  }
+  return {b.op("complex", {x, y}, out)};
+}
+
 // gcd as CPU computes it (|a|, |b|, then Euclid until a is 0), unrolled: the
 // longest Euclid chain of n-bit integers (consecutive Fibonacci numbers) is
 // about 1.44 n steps, so 1.5 n + 2 steps always finish. Elementwise and
@@ -370,7 +386,9 @@ void append_arithmetic(std::vector<Lowering>& t) {
   t.push_back({"pow_scalar", square_like_pow_scalar, {"pow.Tensor_Scalar+", "pow_.Scalar"}});
   t.push_back({"pow_scalar_base", pow_scalar_base, {"pow.Scalar+"}});
   t.push_back({"fmod", fmod, {"fmod.Tensor+"}});
-  t.push_back({"remainder", remainder, {"remainder.Tensor+"}});
+  t.push_back({"remainder", remainder, {"remainder.Tensor+", "remainder.Scalar_Tensor+"}});
+  t.push_back({"complex", [](LowerCtx& c) { return complex_from(c, false); }, {"complex.out"}});
+  t.push_back({"polar", [](LowerCtx& c) { return complex_from(c, true); }, {"polar.out"}});
   t.push_back({"atan2", [](LowerCtx& c) { return binary(c, "atan2"); }, {"atan2+"}});
   t.push_back({"eq", [](LowerCtx& c) { return compare(c, Compare::EQ); }, {"eq.Tensor+", "eq.Scalar+"}});
   t.push_back({"ne", [](LowerCtx& c) { return compare(c, Compare::NE); }, {"ne.Tensor+", "ne.Scalar+"}});

@@ -62,6 +62,13 @@ std::vector<Value> baddbmm(LowerCtx& c) {
   return {c.b.convert(scale_add(c, 0, 3, 4, p), c.out().elem)};
 }
 
+// addbmm: beta * self + alpha * sum over the batch of batch1[i] @ batch2[i],
+// one dot contracting the batch and inner dims.
+std::vector<Value> addbmm(LowerCtx& c) {
+  Value p = dot(c, c.t(1), c.t(2), {}, {}, {0, 2}, {0, 1});
+  return {c.b.convert(scale_add(c, 0, 3, 4, p), c.out().elem)};
+}
+
 std::vector<Value> mv(LowerCtx& c) {
   return {c.b.convert(dot(c, c.t(0), c.t(1), {}, {}, {1}, {0}), c.out().elem)};
 }
@@ -128,6 +135,7 @@ void append_linalg(std::vector<Lowering>& t) {
   t.push_back({"bmm", bmm, {"bmm+"}, kUsesMatmulPrecision});
   t.push_back({"addmm", addmm, {"addmm+"}, kUsesMatmulPrecision});
   t.push_back({"baddbmm", baddbmm, {"baddbmm+"}, kUsesMatmulPrecision});
+  t.push_back({"addbmm", addbmm, {"addbmm+"}, kUsesMatmulPrecision});
   t.push_back({"mv", mv, {"mv+"}, kUsesMatmulPrecision});
   t.push_back({"dot", dot1d, {"dot+", "vdot"}, kUsesMatmulPrecision});
   t.push_back({"addmv", addmv, {"addmv+"}, kUsesMatmulPrecision});

@@ -16,21 +16,20 @@ using shlo::Reducer;
 
 const Value& rng_state(LowerCtx& c, size_t gen_arg) { return c.list(gen_arg).at(0); }
 
+// Uniform floats in [0, 1) from random bits (u64 bits give f64, u32 f32):
+// the top mantissa bits under the exponent of 1.0, minus 1.
+Value uniform_from_bits(Builder& b, const Value& bits) {
+  const auto& dims = bits.type.dims;
+  bool f64 = bits.type.elem == ElemType::U64;
+  ElemType u = bits.type.elem, f = f64 ? ElemType::F64 : ElemType::F32;
+  Value mant = b.binary("shift_right_logical", bits, b.constant_int(f64 ? 12 : 9, u, dims));
+  Value one = b.binary("or", mant, b.constant_bits(f64 ? 0x3FF0000000000000ull : 0x3F800000u, u, dims));
+  return b.sub(b.bitcast(one, TensorType{f, dims}), b.constant(1.0, f, dims));
+}
+
 // Uniform floats in [0, 1), shape dims, in f32 or f64.
 Value uniform01(LowerCtx& c, const Value& state, const std::vector<int64_t>& dims, bool f64) {
-  Builder& b = c.b;
-  if (f64) {
-    Value bits = b.rng_bits(state, TensorType{ElemType::U64, dims}).second;
-    Value mant = b.binary("shift_right_logical", bits, b.constant_int(12, ElemType::U64, dims));
-    Value one = b.binary("or", mant, b.constant_bits(0x3FF0000000000000ull, ElemType::U64, dims));
-    Value f = b.bitcast(one, TensorType{ElemType::F64, dims});
-    return b.sub(f, b.constant(1.0, ElemType::F64, dims));
-  }
-  Value bits = b.rng_bits(state, TensorType{ElemType::U32, dims}).second;
-  Value mant = b.binary("shift_right_logical", bits, b.constant_int(9, ElemType::U32, dims));
-  Value one = b.binary("or", mant, b.constant_bits(0x3F800000u, ElemType::U32, dims));
-  Value f = b.bitcast(one, TensorType{ElemType::F32, dims});
-  return b.sub(f, b.constant(1.0, ElemType::F32, dims));
+  return uniform_from_bits(c.b, c.b.rng_bits(state, TensorType{f64 ? ElemType::U64 : ElemType::U32, dims}).second);
 }
 
 // A state whose key is derived from (seed, offset) and whose counter starts
@@ -250,6 +249,132 @@ std::vector<Value> native_dropout_backward(LowerCtx& c) {
   return {b.convert(b.mul(b.mul(g, m), b.constant(c.d(2), acc, g.type.dims)), c.out().elem)};
 }
 
+// rrelu_with_noise_functional(self, noise, lower, upper, training, generator)
+// -> (out, noise_out), CPU's rule. Training: where x <= 0 a slope r drawn
+// uniformly from [lower, upper] multiplies x and is the noise there; the
+// noise is 1 elsewhere. Evaluation: leaky_relu with slope (lower + upper) / 2
+// (computed in double, as CPU does), noise unchanged. The mutating
+// overloads (rrelu_with_noise, _, .out) are composites over this one.
+std::vector<Value> rrelu_with_noise(LowerCtx& c) {
+  Builder& b = c.b;
+  const TensorType& out = c.out(0);
+  ElemType ct = accumulate_type(out.elem);
+  Value x = b.convert(c.t(0), ct);
+  Value zero = b.constant(0, ct, out.dims);
+  if (!c.flag("training")) {
+    Value lo = c.scalar("lower", ElemType::F64), hi = c.scalar("upper", ElemType::F64);
+    Value slope = b.convert(b.div(b.add(lo, hi), b.constant(2.0, ElemType::F64)), ct);
+    Value y = b.select(b.compare(Compare::GT, x, zero), x, b.mul(x, b.broadcast_in_dim(slope, out.dims, {})));
+    return {b.convert(y, out.elem), c.t(1)};
+  }
+  Value u = uniform01(c, rng_state(c, 5), out.dims, wants_f64(out));
+  ElemType ut = u.type.elem;
+  Value lo = b.broadcast_in_dim(c.scalar("lower", ut), out.dims, {});
+  Value hi = b.broadcast_in_dim(c.scalar("upper", ut), out.dims, {});
+  Value r = b.convert(b.add(lo, b.mul(u, b.sub(hi, lo))), ct);
+  Value neg = b.compare(Compare::LE, x, zero);
+  Value noise = b.select(neg, r, b.constant(1, ct, out.dims));
+  Value y = b.select(neg, b.mul(x, noise), x);
+  return {b.convert(y, out.elem), b.convert(noise, c.out(1).elem)};
+}
+
+// poisson(rates, generator): CPU's samplers, vectorised in one while loop
+// that runs until every element has its sample: Knuth's product of
+// uniforms for rates below 10, Hormann's transformed rejection (PTRS) with
+// the same constants as CPU's sample_poisson above. Each pass draws two
+// uniforms per element from a generator state carried through the loop.
+// A negative or NaN rate raises CPU's error at the next sync; an infinite
+// one gives CPU's value (int64's minimum, from its cast).
+std::vector<Value> poisson(LowerCtx& c) {
+  Builder& b = c.b;
+  Value rate = c.t(0);
+  if (!shlo::is_float(rate.type.elem))
+    throw shlo::ElementTypeError(std::string("poisson does not take ") + shlo::mlir_name(rate.type.elem));
+  const TensorType& out = c.out();
+  const auto& dims = out.dims;
+  bool f64 = wants_f64(out);
+  ElemType ct = f64 ? ElemType::F64 : ElemType::F32;
+  auto k = [&](double v) { return b.constant(v, ct, dims); };
+  Value lam = b.convert(rate, ct);
+  Value ok = b.compare(Compare::GE, lam, k(0));
+  std::vector<int64_t> all_dims(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) all_dims[i] = static_cast<int64_t>(i);
+  c.check(b.reduce(ok, b.constant_int(1, ElemType::Pred), all_dims, Reducer::And), b.constant_int(0, ElemType::S64),
+          {false, "invalid Poisson rate, expected rate to be non-negative"});
+  Value finite = b.op("is_finite", {lam}, TensorType{ElemType::Pred, dims});
+  Value done0 = b.binary("or", b.unary("not", ok), b.unary("not", finite));
+
+  std::vector<Value> init{own_stream(b, rng_state(c, 1)), lam, k(0), k(1), done0};
+  std::vector<TensorType> types;
+  for (auto& v : init) types.push_back(v.type);
+  auto block = [&](std::vector<Value>& args) {
+    std::string head = "{\n    ^bb0(";
+    for (size_t i = 0; i < init.size(); ++i) {
+      args.push_back({b.fresh(), types[i]});
+      head += (i ? ", " : "") + args[i].name + ": " + types[i].str();
+    }
+    return head + "):\n";
+  };
+  auto ret = [&](const std::vector<Value>& vs) {
+    std::string s = "      \"stablehlo.return\"(", t;
+    for (size_t i = 0; i < vs.size(); ++i) {
+      s += (i ? ", " : "") + vs[i].name;
+      t += (i ? ", " : "") + vs[i].type.str();
+    }
+    return s + ") : (" + t + ") -> ()\n  }";
+  };
+  std::vector<Value> ca;
+  std::string cond = block(ca);
+  std::string saved = b.swap_body("");
+  Value pending = b.reduce(b.unary("not", ca[4]), b.constant_int(0, ElemType::Pred), all_dims, Reducer::Or);
+  cond += b.swap_body(saved) + ret({pending});
+
+  std::vector<Value> ba;
+  std::string body = block(ba);
+  saved = b.swap_body("");
+  {
+    const Value &st = ba[0], &l = ba[1], &kk = ba[2], &prod = ba[3], &done = ba[4];
+    std::vector<int64_t> two = dims;
+    two.insert(two.begin(), 2);
+    auto [next, bits] = b.rng_bits(st, TensorType{f64 ? ElemType::U64 : ElemType::U32, two});
+    Value u2 = uniform_from_bits(b, bits);
+    std::vector<int64_t> lo(two.size(), 0), hi = two, stride(two.size(), 1);
+    hi[0] = 1;
+    Value u = b.reshape(b.slice(u2, lo, hi, stride), dims);
+    lo[0] = 1, hi[0] = 2;
+    Value v = b.reshape(b.slice(u2, lo, hi, stride), dims);
+    // Knuth: multiply uniforms until the product falls to exp(-rate)
+    Value p2 = b.mul(prod, u);
+    Value knuth_done = b.compare(Compare::LE, p2, b.unary("exponential", b.unary("negate", l)));
+    // PTRS
+    Value slam = b.unary("sqrt", l), loglam = b.unary("log", l);
+    Value bb = b.add(k(0.931), b.mul(k(2.53), slam));
+    Value a = b.add(k(-0.059), b.mul(k(0.02483), bb));
+    Value invalpha = b.add(k(1.1239), b.div(k(1.1328), b.sub(bb, k(3.4))));
+    Value vr = b.sub(k(0.9277), b.div(k(3.6224), b.sub(bb, k(2))));
+    Value uc = b.sub(u, k(0.5));
+    Value us = b.sub(k(0.5), b.unary("abs", uc));
+    Value cand = b.unary("floor", b.add(b.add(b.mul(b.add(b.div(b.mul(k(2), a), us), bb), uc), l), k(0.43)));
+    Value quick = b.binary("and", b.compare(Compare::GE, us, k(0.07)), b.compare(Compare::LE, v, vr));
+    Value reject = b.binary("or", b.compare(Compare::LT, cand, k(0)),
+                            b.binary("and", b.compare(Compare::LT, us, k(0.013)), b.compare(Compare::GT, v, us)));
+    Value lhs = b.sub(b.add(b.unary("log", v), b.unary("log", invalpha)), b.unary("log", b.add(b.div(a, b.mul(us, us)), bb)));
+    Value rhs = b.sub(b.add(b.unary("negate", l), b.mul(cand, loglam)), b.op("chlo.lgamma", {b.add(cand, k(1))}, cand.type));
+    Value ptrs_done = b.binary("or", quick, b.binary("and", b.unary("not", reject), b.compare(Compare::LE, lhs, rhs)));
+    Value small = b.compare(Compare::LT, l, k(10));
+    Value now = b.select(small, knuth_done, ptrs_done);
+    Value result = b.select(small, kk, cand);
+    Value step = b.select(small, b.add(kk, k(1)), kk);
+    Value nk = b.select(done, kk, b.select(now, result, step));
+    Value np = b.select(done, prod, p2);
+    Value nd = b.binary("or", done, now);
+    body += b.swap_body(saved) + ret({next, l, nk, np, nd});
+  }
+  auto res = b.op_multi("while", init, types, "", cond + ", " + body);
+  Value sample = b.select(b.binary("and", ok, b.unary("not", finite)), k(-9223372036854775808.0), res[2]);
+  return {b.convert(sample, out.elem)};
+}
+
 // multinomial(self, num_samples, replacement, generator): CPU's algorithms.
 // Without replacement (and for one sample): the k largest p / E with
 // E ~ Exp(1) (the exponential race). With replacement: inverse CDF, the
@@ -317,6 +442,8 @@ void append_random(std::vector<Lowering>& t) {
   t.push_back({"random_to", random_to, {"random_.to"}, kNoReadSelf});
   t.push_back({"random", random_full, {"random_"}, kNoReadSelf});
   t.push_back({"multinomial", multinomial, {"multinomial+"}});
+  t.push_back({"rrelu_with_noise", rrelu_with_noise, {"rrelu_with_noise_functional"}});
+  t.push_back({"poisson", poisson, {"poisson+"}});
   t.push_back({"normal_tensors", normal_tensors,
                {"normal.Tensor_float+", "normal.float_Tensor+", "normal.Tensor_Tensor+"}});
   t.push_back({"log_normal", log_normal, {"log_normal_"}, kNoReadSelf});

@@ -277,10 +277,31 @@ std::vector<Value> arg_extreme(LowerCtx& c, bool is_max) {
 
 std::vector<Value> any_all(LowerCtx& c, bool is_any) {
   Value x = c.b.convert(c.t(0), ElemType::Pred);
+  // all/any(dim=[]) reduce nothing on CPU (each element as a bool), unlike
+  // sum(dim=[]), which reduces every dim.
+  if (c.has(1) && c.args[1].kind == Arg::IntList && c.args[1].ints.empty())
+    return {c.b.convert(c.b.reshape(x, c.out().dims), c.out().elem)};
   auto dims = reduce_dims(c, 1, x.type.rank());
   Value r = c.b.reduce(x, c.b.constant_int(is_any ? 0 : 1, ElemType::Pred), dims,
                        is_any ? shlo::Reducer::Or : shlo::Reducer::And);
   return {c.b.convert(c.b.reshape(r, c.out().dims), c.out().elem)};
+}
+
+// hash_tensor(self, dim=[], keepdim, mode=0): the xor of every element's
+// 64-bit pattern, after widening floats to f64 and integers (bool too) to
+// int64 as CPU does; complex has no CPU kernel (the type check refuses it).
+std::vector<Value> hash_tensor(LowerCtx& c) {
+  Builder& b = c.b;
+  Value x = c.t(0);
+  if (shlo::is_complex(x.type.elem))
+    throw shlo::ElementTypeError(std::string("hash_tensor does not take ") + shlo::mlir_name(x.type.elem));
+  if (c.i("mode") != 0) throw std::invalid_argument("hash_tensor: only mode=0 (xor of the bits) is supported");
+  ElemType wide = shlo::is_float(x.type.elem) ? ElemType::F64
+                  : shlo::is_unsigned_int(x.type.elem) ? ElemType::U64 : ElemType::S64;
+  Value bits = b.bitcast(b.convert(x, wide), TensorType{ElemType::U64, x.type.dims});
+  auto dims = reduce_dims(c, 1, x.type.rank());
+  Value r = b.reduce(bits, b.constant_bits(0, ElemType::U64, {}), dims, shlo::Reducer::Xor);
+  return {b.reshape(r, c.out().dims)};
 }
 
 std::vector<Value> vector_norm(LowerCtx& c) {
@@ -413,6 +434,7 @@ void append_reductions(std::vector<Lowering>& t) {
   t.push_back({"argmin", [](LowerCtx& c) { return arg_extreme(c, false); }, {"argmin+"}});
   t.push_back({"any", [](LowerCtx& c) { return any_all(c, true); }, {"any", "any.dim+", "any.dims+"}});
   t.push_back({"all", [](LowerCtx& c) { return any_all(c, false); }, {"all", "all.dim+", "all.dims+"}});
+  t.push_back({"hash_tensor", hash_tensor, {"hash_tensor+"}});
 }
 
 }  // namespace ttpu::ops

@@ -153,14 +153,19 @@ std::vector<Value> logcumsumexp(LowerCtx& c) {
   int64_t rank = x.type.rank();
   int64_t dim = wrap_dim(c.i(1), rank);
   Pairs p = pairs(b, x, dim);
-  Value ninf = b.constant(-INFINITY, acc, p.grid);
-  Value masked = b.select(p.mask, p.xj, ninf);
-  Value m = b.reduce(masked, b.constant(-INFINITY, acc), {rank}, shlo::Reducer::Max);
+  // Shifted by the running maximum (of the real parts, for complex input):
+  // log(sum_j<=i exp(x_j - m_i)) + m_i.
+  bool cplx = shlo::is_complex(acc);
+  ElemType part = !cplx ? acc : acc == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+  Value re = cplx ? b.op("real", {p.xj}, TensorType{part, p.grid}) : p.xj;
+  Value masked = b.select(p.mask, re, b.constant(-INFINITY, part, p.grid));
+  Value m = b.reduce(masked, b.constant(-INFINITY, part), {rank}, shlo::Reducer::Max);
   Value finite = b.op("is_finite", {m}, TensorType{ElemType::Pred, m.type.dims});
-  Value ms = b.select(finite, m, b.constant(0, acc, m.type.dims));
+  Value ms = b.convert(b.select(finite, m, b.constant(0, part, m.type.dims)), acc);
   std::vector<int64_t> mapping;
   for (int64_t d = 0; d < rank; ++d) mapping.push_back(d);
-  Value e = b.unary("exponential", b.sub(masked, b.broadcast_in_dim(ms, p.grid, mapping)));
+  Value e = b.unary("exponential", b.sub(cplx ? p.xj : masked, b.broadcast_in_dim(ms, p.grid, mapping)));
+  if (cplx) e = b.select(p.mask, e, b.constant(0, acc, p.grid));
   Value s = b.reduce(e, b.constant(0, acc), {rank}, shlo::Reducer::Add);
   Value r = b.add(b.unary("log", s), ms);
   return {b.convert(b.transpose(r, p.inv), out.elem)};

@@ -49,6 +49,34 @@ std::vector<Value> abs(LowerCtx& c) {
   return unary_same(c, "abs");
 }
 
+// round(x, decimals=d) as CPU's kernel computes it, in the op-math type:
+// nearbyint(x * 10^d) / 10^d, or nearbyint(x / 10^-d) * 10^-d for d < 0.
+// An integer input with d != 0 is refused by the emitter's type check, as
+// CPU has no kernel for it.
+std::vector<Value> round_decimals(LowerCtx& c) {
+  int64_t d = c.i("decimals");
+  if (d == 0) return rounding(c, "round_nearest_even");
+  Value x = in(c, 0, accumulate_type(c.out().elem));
+  Value p = cst(c, std::pow(10.0, static_cast<double>(d < 0 ? -d : d)), x);
+  Value r = d > 0 ? c.b.div(c.b.unary("round_nearest_even", c.b.mul(x, p)), p)
+                  : c.b.mul(c.b.unary("round_nearest_even", c.b.div(x, p)), p);
+  return finish(c, r);
+}
+
+// angle: atan2(imag, real) of a complex value; of a real one pi below zero,
+// 0 otherwise, NaN kept (CPU's angle_impl).
+std::vector<Value> angle(LowerCtx& c) {
+  Value x = c.t(0);
+  Builder& b = c.b;
+  if (shlo::is_complex(x.type.elem)) {
+    TensorType pt{x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, x.type.dims};
+    return finish(c, b.binary("atan2", b.op("imag", {x}, pt), b.op("real", {x}, pt)));
+  }
+  Value v = in(c, 0, accumulate_type(c.out().elem));
+  Value r = b.select(b.compare(Compare::LT, v, cst(c, 0, v)), cst(c, M_PI, v), cst(c, 0, v));
+  return finish(c, b.select(isnan(b, v), v, r));
+}
+
 std::vector<Value> sigmoid_fwd(LowerCtx& c) { return finish(c, sigmoid(c.b, in(c, 0, float_compute(c)))); }
 
 std::vector<Value> sign(LowerCtx& c) {
@@ -261,6 +289,8 @@ void append_unary(std::vector<Lowering>& t) {
   t.push_back({"floor", [](LowerCtx& c) { return rounding(c, "floor"); }, {"floor+"}});
   t.push_back({"ceil", [](LowerCtx& c) { return rounding(c, "ceil"); }, {"ceil+"}});
   t.push_back({"round", [](LowerCtx& c) { return rounding(c, "round_nearest_even"); }, {"round+"}});
+  t.push_back({"round_decimals", round_decimals, {"round.decimals+"}});
+  t.push_back({"angle", angle, {"angle+"}});
   t.push_back({"neg", [](LowerCtx& c) { return unary_same(c, "negate"); }, {"neg+"}});
   t.push_back({"abs", abs, {"abs+"}});
   t.push_back({"sign", sign, {"sign+", "sgn+"}});

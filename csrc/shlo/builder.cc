@@ -136,12 +136,16 @@ void check_element_type(const std::string& name, const std::vector<Value>& opera
   static const char* const kBitsOnly[] = {"and", "or", "xor", "not", "shift_left", "shift_right_arithmetic",
                                           "shift_right_logical", "popcnt", "count_leading_zeros"};
   static const char* const kNotBool[] = {"abs", "negate", "sign", "divide", "remainder", "power", "subtract"};
+  // Complex numbers have no order: PyTorch's CPU kernels refuse max/min/
+  // clamp/sort of them, while XLA would order them (or fail to compile).
+  static const char* const kNotComplex[] = {"maximum", "minimum", "clamp"};
   auto in = [&](const auto& list) {
     for (const char* n : list)
       if (name == n) return true;
     return false;
   };
-  bool bad = (in(kFloatOnly) && !fp) || (in(kBitsOnly) && !bits) || (in(kNotBool) && t == ElemType::Pred);
+  bool bad = (in(kFloatOnly) && !fp) || (in(kBitsOnly) && !bits) || (in(kNotBool) && t == ElemType::Pred) ||
+             (in(kNotComplex) && is_complex(t));
   if (bad) throw ElementTypeError("stablehlo." + name + " does not take " + mlir_name(t) + " operands");
 }
 
@@ -191,6 +195,9 @@ Value Builder::binary(const char* name, const Value& a, const Value& b) {
 
 Value Builder::compare(Compare dir, const Value& a, const Value& b) {
   static const char* names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+  if (is_complex(a.type.elem) && dir != Compare::EQ && dir != Compare::NE)
+    throw ElementTypeError(std::string("an ordered comparison (") + names[static_cast<int>(dir)] +
+                           ") does not take " + mlir_name(a.type.elem) + " operands");
   TensorType r{ElemType::Pred, a.type.dims};
   std::string attrs = std::string("comparison_direction = #stablehlo<comparison_direction ") +
                       names[static_cast<int>(dir)] + ">";
@@ -209,6 +216,14 @@ Value Builder::select(const Value& pred, const Value& on_true, const Value& on_f
 Value Builder::convert(const Value& x, ElemType to) {
   if (x.type.elem == to) return x;
   TensorType r{to, x.type.dims};
+  if (is_complex(x.type.elem) && !is_complex(to)) {
+    // PyTorch casts complex to real by dropping the imaginary part (and to
+    // bool by "!= 0", handled below on the complex value).
+    if (to != ElemType::Pred) {
+      ElemType part = x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+      return convert(op("real", {x}, TensorType{part, x.type.dims}), to);
+    }
+  }
   if (to == ElemType::Pred && !is_complex(x.type.elem)) {
     // XLA converts to PRED by truncation for some types; PyTorch means "!= 0".
     Value zero = constant(0, x.type.elem, x.type.dims);
@@ -479,11 +494,14 @@ static const char* reducer_op(Reducer r) {
     case Reducer::Min: return "minimum";
     case Reducer::And: return "and";
     case Reducer::Or: return "or";
+    case Reducer::Xor: return "xor";
   }
   return "add";
 }
 
 Value Builder::reduce(const Value& x, const Value& init, const std::vector<int64_t>& dims, Reducer r) {
+  if (is_complex(x.type.elem) && (r == Reducer::Max || r == Reducer::Min))
+    throw ElementTypeError(std::string("a max/min reduction does not take ") + mlir_name(x.type.elem));
   if (dims.empty()) return x;
   TensorType out{x.type.elem, {}};
   for (int i = 0; i < x.type.rank(); ++i) {
@@ -502,6 +520,8 @@ Value Builder::reduce(const Value& x, const Value& init, const std::vector<int64
 }
 
 std::pair<Value, Value> Builder::reduce_arg(const Value& x, int64_t dim, bool is_max, ElemType index_type) {
+  if (is_complex(x.type.elem))
+    throw ElementTypeError(std::string(is_max ? "argmax" : "argmin") + " does not take " + mlir_name(x.type.elem));
   TensorType idx_type{index_type, x.type.dims};
   Value idx = iota(idx_type, dim);
   ElemType t = x.type.elem;

@@ -43,7 +43,7 @@ struct Value {
 };
 
 enum class Compare { EQ, NE, LT, LE, GT, GE };
-enum class Reducer { Add, Mul, Max, Min, And, Or };
+enum class Reducer { Add, Mul, Max, Min, And, Or, Xor };
 enum class Precision { Default, High, Highest };
 
 // Builds one function body. Values are SSA names; every helper returns the
