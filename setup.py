@@ -34,6 +34,11 @@ def extensions():
     from torch.utils.cpp_extension import BuildExtension, CppExtension
 
     sources = sorted(glob.glob("csrc/**/*.cc", recursive=True) + glob.glob("csrc/**/*.cpp", recursive=True))
+    import torch.utils.cpp_extension as cpp
+
+    # Kineto's headers (the PrivateUse1 activity profiler, csrc/aten/profiler.cpp)
+    # include each other by bare name, so their folder joins the include path.
+    kineto = [p for p in (os.path.join(d, "kineto") for d in cpp.include_paths()) if os.path.isdir(p)]
     include_dirs = [os.path.join(ROOT, "csrc")]
     macros = []
     official = official_pjrt_include()
@@ -42,6 +47,7 @@ def extensions():
         macros.append(("TTPU_HAVE_OFFICIAL_PJRT_HEADER", "1"))
     else:
         sources = [s for s in sources if not s.endswith("abi_check.cc")]
+    include_dirs += kineto[:1]
     ext = CppExtension(
         "torch_tpu._C",
         sources,

@@ -1,14 +1,52 @@
-// Device time per op in PyTorch's profiler (autograd.profiler.profile(
-// use_device="tpu", use_kineto=False), the KINETO_PRIVATEUSE1_FALLBACK state):
-// the profiler stubs PyTorch calls around every op. An op's device time is
-// the time between the completion of the work issued before it began and the
-// completion of the work issued by its end, measured with the same markers as
-// torch.tpu.Event (PJRT's on-ready callbacks stamp each execution's end).
-// A native Kineto IActivityProfiler (device tracks in Chrome traces,
-// ProfilerActivity.PrivateUse1) is not built yet.
+// PyTorch's profiler on 'tpu', two ways:
+//
+// 1. A Kineto activity profiler (torch.profiler.profile(activities=[CPU,
+//    PrivateUse1]), autograd.profiler.profile(use_device="tpu",
+//    use_kineto=True)): a device
+//    track. Every PJRT execution issued while the trace is on (an eager op's
+//    executable, a DeferAndFuse graph, a compiled graph's replay) becomes a
+//    kernel activity on device row "TPU <n>", named by the ATen op(s) it runs
+//    ("tpu op: aten::mm", "tpu graph (9 ops): aten::addmm, aten::mm x3, ...",
+//    "tpu compiled graph (5 ops): ..."),
+//    linked to the ATen op that issued it, so key_averages() shows device time
+//    per op (and per graph) and export_chrome_trace() shows the executions.
+//    Registered through PyTorch's PrivateUse1ProfilerRegistry (torch >= 2.14
+//    ships it and Kineto's headers; older torch builds without it keep 2.).
+//    Timing: an execution ends at its PJRT completion callback (the stamps
+//    torch.tpu.Event uses); PJRT reports no start time, so it starts when the
+//    host issued it or when the device's previous execution completed,
+//    whichever is later. The device is read as running its executions one at
+//    a time, in issue order (as TPU and GPU streams do): a completion stamped
+//    after that of later work on the device (seen on the CPU plugin with two
+//    devices, whose callbacks can arrive late) is bounded by it. So the track
+//    never overlaps itself and its total is at most the event time around it.
+//    DeferAndFuse work still pending when the trace stops is issued then, so
+//    what the profiled region recorded is on the track.
+//
+// 2. The PrivateUse1 profiler stubs (autograd.profiler.profile(
+//    use_device="tpu"), whose use_kineto defaults to False: the KINETO_PRIVATEUSE1_FALLBACK
+//    state): device time per op as the time between the completion of the
+//    work issued before the op began and the completion of the work issued by
+//    its end, measured with the same completion stamps.
 #include <torch/csrc/profiler/stubs/base.h>
 
+#include <chrono>
+#include <map>
+#include <set>
+
 #include "aten/common.h"
+#include "runtime/deferred.h"
+#include "runtime/trace.h"
+
+#if __has_include(<torch/csrc/profiler/standalone/privateuse1_profiler.h>) && __has_include(<IActivityProfiler.h>)
+#define TTPU_KINETO_PROFILER 1
+#ifndef USE_KINETO
+#define USE_KINETO 1  // the wheel's Kineto is built in; its registry header is guarded by this
+#endif
+#include <libkineto.h>
+#include <output_base.h>
+#include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
+#endif
 
 namespace ttpu::aten {
 
@@ -60,6 +98,163 @@ TpuProfilerStubs g_stubs;
 struct RegisterStubs {
   RegisterStubs() { torch::profiler::impl::registerPrivateUse1Methods(&g_stubs); }
 } g_register_stubs;
+
+
+#ifdef TTPU_KINETO_PROFILER
+// ---------------------------------------------------------------------------
+// The Kineto activity profiler (1. above).
+
+// The ids of the ATen ops running on this thread, innermost last: Kineto
+// pushes and pops them around every op while a session of ours is on.
+thread_local std::vector<uint64_t> t_correlation;
+uint64_t current_correlation() { return t_correlation.empty() ? 0 : t_correlation.back(); }
+
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+int64_t epoch_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class TpuSession final : public libkineto::IActivityProfilerSession {
+ public:
+  void start() override {
+    t_correlation.clear();
+    epoch_minus_steady_ = epoch_now_ns() - steady_now_ns();  // Kineto's times are Unix-epoch ns
+    start_ns_ = epoch_now_ns();
+    runtime::trace::start(&current_correlation);
+    status_ = libkineto::TraceStatus::RECORDING;
+  }
+
+  void stop() override {
+    // Issue what DeferAndFuse recorded in the profiled region, and wait, so
+    // every execution noted has its completion stamp.
+    try {
+      runtime::flush_all("profiler stop");
+      if (runtime::client_created()) runtime::client().synchronize(-1);
+    } catch (const std::exception& e) {
+      errors_.push_back(std::string("torch_tpu: waiting for the device at profiler stop: ") + e.what());
+    }
+    executions_ = runtime::trace::stop();
+    end_ns_ = epoch_now_ns();
+    status_ = libkineto::TraceStatus::PROCESSING;
+  }
+
+  std::vector<std::string> errors() override { return errors_; }
+
+  void processTrace(libkineto::ActivityLogger& logger) override { build(logger, nullptr); }
+  void processTrace(libkineto::ActivityLogger& logger, libkineto::getLinkedActivityCallback linked, int64_t,
+                    int64_t) override {
+    build(logger, linked);
+  }
+
+  std::unique_ptr<libkineto::DeviceInfo> getDeviceInfo() override {
+    int d = devices_.empty() ? 0 : *devices_.begin();
+    return std::make_unique<libkineto::DeviceInfo>(
+        libkineto::DeviceInfo{d, d, "TPU " + std::to_string(d), "TPU " + std::to_string(d) + " (PJRT)"});
+  }
+  std::vector<libkineto::ResourceInfo> getResourceInfos() override {
+    std::vector<libkineto::ResourceInfo> rows;
+    for (int d : devices_) rows.push_back(libkineto::ResourceInfo{0, 0, d, "PJRT executions"});
+    return rows;
+  }
+  std::unique_ptr<libkineto::CpuTraceBuffer> getTraceBuffer() override { return std::move(buffer_); }
+
+  void pushCorrelationId(uint64_t id) override { t_correlation.push_back(id); }
+  void popCorrelationId() override {
+    if (!t_correlation.empty()) t_correlation.pop_back();
+  }
+
+ private:
+  void build(libkineto::ActivityLogger& logger, const libkineto::getLinkedActivityCallback& linked) {
+    buffer_ = std::make_unique<libkineto::CpuTraceBuffer>();
+    buffer_->span = libkineto::TraceSpan(start_ns_, end_ns_, "tpu");
+    buffer_->gpuOpCount = static_cast<int>(executions_.size());
+    // Ends: PJRT's completion stamps, read as a device that completes its
+    // work in issue order (TPU/GPU streams do): a stamp later than that of
+    // later work on the device (a callback delivered late) is bounded by it.
+    std::vector<int64_t> ends(executions_.size());
+    std::map<int, int64_t> later_end;  // per device, walking backwards
+    for (size_t i = executions_.size(); i-- > 0;) {
+      const auto& e = executions_[i];
+      int64_t done = e.done_ns ? e.done_ns->load() : 0;
+      if (done <= 0) done = e.returned_ns;  // no completion event: complete when Execute returned
+      auto it = later_end.find(e.device);
+      ends[i] = it == later_end.end() ? done : std::min(done, it->second);
+      later_end[e.device] = ends[i];
+    }
+    // Starts: when issued, or when the device's previous execution ended.
+    std::map<int, int64_t> busy_until;
+    int32_t next_id = 1;
+    for (size_t i = 0; i < executions_.size(); ++i) {
+      const auto& e = executions_[i];
+      int64_t done = ends[i];
+      int64_t& busy = busy_until[e.device];
+      int64_t begin = std::min(std::max(e.issued_ns, busy), done);
+      busy = done;
+      devices_.insert(e.device);
+
+      // Named apart from the ATen ops themselves (as CUDA's kernels are), so
+      // key_averages() keeps the op row and its device executions apart.
+      std::string name = std::string(e.kind) == "op"
+                             ? "tpu op: " + *e.label
+                             : "tpu " + std::string(e.kind) + " (" + std::to_string(e.ops) + " ops): " + *e.label;
+      buffer_->emplace_activity(buffer_->span, libkineto::ActivityType::CONCURRENT_KERNEL, name);
+      auto& a = *buffer_->activities.back();
+      a.device = e.device;
+      a.resource = 0;
+      a.id = next_id++;
+      a.startTime = begin + epoch_minus_steady_;
+      a.endTime = done + epoch_minus_steady_;
+      if (linked && e.correlation) a.linked = linked(static_cast<int32_t>(e.correlation));
+      // Typed values: addMetadata formats with fmt, which libtorch does not export.
+      a.addTypedMetadata("device", libkineto::TypedValue{int64_t{e.device}});
+      a.addMetadataQuoted("kind", e.kind);
+      a.addTypedMetadata("ATen ops", libkineto::TypedValue{int64_t{e.ops}});
+      a.addTypedMetadata("host issue us", libkineto::TypedValue{static_cast<double>(e.returned_ns - e.issued_ns) / 1e3});
+      if (e.correlation) a.addTypedMetadata("External id", libkineto::TypedValue{static_cast<int64_t>(e.correlation)});
+      a.log(logger);
+    }
+    executions_.clear();
+  }
+
+  int64_t epoch_minus_steady_ = 0, start_ns_ = 0, end_ns_ = 0;
+  std::vector<runtime::trace::Execution> executions_;
+  std::set<int> devices_;
+  std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
+  std::vector<std::string> errors_;
+};
+
+class TpuActivityProfiler final : public libkineto::IActivityProfiler {
+ public:
+  const std::string& name() const override { return name_; }
+  const std::set<libkineto::ActivityType>& availableActivities() const override { return activities_; }
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(const std::set<libkineto::ActivityType>& types,
+                                                                 const libkineto::Config&) override {
+    // A CPU-only trace asks for no device activity: no session, nothing noted.
+    if (!types.count(libkineto::ActivityType::CONCURRENT_KERNEL)) return nullptr;
+    return std::make_unique<TpuSession>();
+  }
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(int64_t, int64_t,
+                                                                 const std::set<libkineto::ActivityType>& types,
+                                                                 const libkineto::Config& config) override {
+    return configure(types, config);
+  }
+
+ private:
+  std::string name_ = "torch_tpu";
+  std::set<libkineto::ActivityType> activities_{libkineto::ActivityType::CONCURRENT_KERNEL};
+};
+
+struct RegisterActivityProfiler {
+  RegisterActivityProfiler() {
+    torch::profiler::impl::PrivateUse1ProfilerRegistry::instance().registerFactory(
+        [] { return std::unique_ptr<libkineto::IActivityProfiler>(new TpuActivityProfiler()); });
+  }
+} g_register_activity_profiler;
+#endif  // TTPU_KINETO_PROFILER
 
 }  // namespace
 
