@@ -7,7 +7,11 @@
 // applies it with set_tensor_metadata(), they survive a round trip. Without
 // these hooks PyTorch silently drops such entries. Values are bools: that is
 // the type PyTorch's hook carries.
+#if __has_include(<torch/csrc/jit/serialization/pickler_helper.h>)
 #include <torch/csrc/jit/serialization/pickler_helper.h>
+#else
+#include <torch/csrc/jit/serialization/pickler.h>  // older torch (the GPU machine's 2.11) keeps the registry here
+#endif
 
 #include "aten/common.h"
 
