@@ -132,8 +132,12 @@ def test_device_track_in_key_averages_and_chrome_trace(mode, tmp_path):
     ts = [k["ts"] for k in kernels]
     assert ts == sorted(ts)  # one at a time, in issue order: never overlapping
     assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-3 for a, b in zip(kernels, kernels[1:]))
-    # each execution points at the op that issued it
+    # each execution points at the op that issued it, with its host-side launch and a flow arrow
     assert all(k["args"]["External id"] > 0 for k in kernels)
+    launches = [e for e in events if e.get("cat") == "privateuse1_runtime"]
+    assert [e["name"] for e in launches] == ["PJRT_LoadedExecutable_Execute"] * len(kernels)
+    flows = [e for e in events if e.get("cat") == "ac2g"]
+    assert sorted(e["ph"] for e in flows) == ["f"] * len(kernels) + ["s"] * len(kernels)
 
 
 def test_device_time_agrees_with_events():

@@ -9,7 +9,9 @@
 //    ("tpu op: aten::mm", "tpu graph (9 ops): aten::addmm, aten::mm x3, ...",
 //    "tpu compiled graph (5 ops): ..."),
 //    linked to the ATen op that issued it, so key_averages() shows device time
-//    per op (and per graph) and export_chrome_trace() shows the executions.
+//    per op (and per graph) and export_chrome_trace() shows the executions,
+//    each with its host-side launch (PJRT_LoadedExecutable_Execute on the
+//    issuing thread, like CUDA's cudaLaunchKernel) and a flow arrow between.
 //    Registered through PyTorch's PrivateUse1ProfilerRegistry (torch >= 2.14
 //    ships it and Kineto's headers; older torch builds without it keep 2.).
 //    Timing: an execution ends at its PJRT completion callback (the stamps
@@ -142,6 +144,8 @@ class TpuSession final : public libkineto::IActivityProfilerSession {
     status_ = libkineto::TraceStatus::PROCESSING;
   }
 
+  explicit TpuSession(bool runtime_events) : runtime_events_(runtime_events) {}
+
   std::vector<std::string> errors() override { return errors_; }
 
   void processTrace(libkineto::ActivityLogger& logger) override { build(logger, nullptr); }
@@ -208,18 +212,41 @@ class TpuSession final : public libkineto::IActivityProfilerSession {
       a.id = next_id++;
       a.startTime = begin + epoch_minus_steady_;
       a.endTime = done + epoch_minus_steady_;
-      if (linked && e.correlation) a.linked = linked(static_cast<int32_t>(e.correlation));
+      const libkineto::ITraceActivity* op = linked && e.correlation ? linked(static_cast<int32_t>(e.correlation)) : nullptr;
+      a.linked = op;
       // Typed values: addMetadata formats with fmt, which libtorch does not export.
       a.addTypedMetadata("device", libkineto::TypedValue{int64_t{e.device}});
       a.addMetadataQuoted("kind", e.kind);
       a.addTypedMetadata("ATen ops", libkineto::TypedValue{int64_t{e.ops}});
       a.addTypedMetadata("host issue us", libkineto::TypedValue{static_cast<double>(e.returned_ns - e.issued_ns) / 1e3});
       if (e.correlation) a.addTypedMetadata("External id", libkineto::TypedValue{static_cast<int64_t>(e.correlation)});
+      if (runtime_events_) {
+        // The host side of the launch, as CUDA traces show cudaLaunchKernel:
+        // on the issuing thread, under the op, with a flow arrow to the execution.
+        buffer_->emplace_activity(buffer_->span, libkineto::ActivityType::PRIVATEUSE1_RUNTIME,
+                                  "PJRT_LoadedExecutable_Execute");
+        auto& r = *buffer_->activities.back();
+        r.device = libkineto::processId();
+        r.resource = static_cast<int64_t>(e.thread);
+        r.threadId = static_cast<int32_t>(e.thread);
+        r.id = a.id;
+        r.startTime = e.issued_ns + epoch_minus_steady_;
+        r.endTime = e.returned_ns + epoch_minus_steady_;
+        r.linked = op;
+        r.flow.id = static_cast<uint32_t>(a.id);
+        r.flow.type = libkineto::kLinkAsyncCpuGpu;
+        r.flow.start = 1;
+        a.flow.id = r.flow.id;
+        a.flow.type = libkineto::kLinkAsyncCpuGpu;
+        a.flow.start = 0;
+        r.log(logger);
+      }
       a.log(logger);
     }
     executions_.clear();
   }
 
+  bool runtime_events_ = false;
   int64_t epoch_minus_steady_ = 0, start_ns_ = 0, end_ns_ = 0;
   std::vector<runtime::trace::Execution> executions_;
   std::set<int> devices_;
@@ -235,7 +262,7 @@ class TpuActivityProfiler final : public libkineto::IActivityProfiler {
                                                                  const libkineto::Config&) override {
     // A CPU-only trace asks for no device activity: no session, nothing noted.
     if (!types.count(libkineto::ActivityType::CONCURRENT_KERNEL)) return nullptr;
-    return std::make_unique<TpuSession>();
+    return std::make_unique<TpuSession>(types.count(libkineto::ActivityType::PRIVATEUSE1_RUNTIME) > 0);
   }
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(int64_t, int64_t,
                                                                  const std::set<libkineto::ActivityType>& types,
@@ -245,7 +272,8 @@ class TpuActivityProfiler final : public libkineto::IActivityProfiler {
 
  private:
   std::string name_ = "torch_tpu";
-  std::set<libkineto::ActivityType> activities_{libkineto::ActivityType::CONCURRENT_KERNEL};
+  std::set<libkineto::ActivityType> activities_{libkineto::ActivityType::CONCURRENT_KERNEL,
+                                                libkineto::ActivityType::PRIVATEUSE1_RUNTIME};
 };
 
 struct RegisterActivityProfiler {
