@@ -29,9 +29,11 @@
 //    use_device="tpu"), whose use_kineto defaults to False: the KINETO_PRIVATEUSE1_FALLBACK
 //    state): device time per op as the time between the completion of the
 //    work issued before the op began and the completion of the work issued by
-//    its end, measured with the same completion stamps.
+//    its end, measured with the same completion stamps, read in issue order
+//    as the track is.
 #include <torch/csrc/profiler/stubs/base.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -81,8 +83,31 @@ struct TpuProfilerStubs final : public torch::profiler::impl::ProfilerStubs {
     auto* x = static_cast<Mark*>(a->get());
     auto* y = static_cast<Mark*>(b->get());
     if (!x || !y || !x->valid || !y->valid) return 0.f;
-    int64_t ns = runtime::client().elapsed_ns(x->marker, y->marker);
-    return static_cast<float>(std::max<int64_t>(ns, 0)) / 1000.f;
+    pjrt::Client& client = runtime::client();
+    client.wait(x->marker);
+    client.wait(y->marker);
+    // The device read as completing its work in issue order (see 1. above):
+    // the work before the op is complete no later than anything the op
+    // issued (on the CPU plugin an execution's completion callback can come
+    // after that of work chained behind it, which gave ops no device time),
+    // and the op's work completes with its newest execution.
+    const auto& before = x->marker.done_ns;
+    const auto& after = y->marker.done_ns;
+    int64_t end_a = pjrt::Client::completion_ns(x->marker);
+    int64_t newest = 0;
+    bool issued = false;
+    for (const auto& t : after)
+      if (std::find(before.begin(), before.end(), t) == before.end()) {
+        end_a = std::min(end_a, t->load());
+        newest = t->load();  // issue order: the last one is the newest
+        issued = true;
+      }
+    int64_t end_b = end_a;
+    if (issued)
+      end_b = std::max(end_a, newest);
+    else if (y->marker.seq > x->marker.seq)
+      end_b = std::max(end_a, y->marker.marked_ns);  // issued and already complete when the op ended
+    return static_cast<float>(std::max<int64_t>(end_b - end_a, 0)) / 1000.f;
   }
   void mark(const char*) const override {}
   void rangePush(const char*) const override {}
