@@ -31,14 +31,12 @@ def official_pjrt_include():
 def extensions():
     if os.environ.get("TTPU_SKIP_EXT") == "1":
         return [], {}
-    from torch.utils.cpp_extension import BuildExtension, CppExtension
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
 
     sources = sorted(glob.glob("csrc/**/*.cc", recursive=True) + glob.glob("csrc/**/*.cpp", recursive=True))
-    import torch.utils.cpp_extension as cpp
-
     # Kineto's headers (the PrivateUse1 activity profiler, csrc/aten/profiler.cpp)
     # include each other by bare name, so their folder joins the include path.
-    kineto = [p for p in (os.path.join(d, "kineto") for d in cpp.include_paths()) if os.path.isdir(p)]
+    kineto = [p for p in (os.path.join(d, "kineto") for d in include_paths()) if os.path.isdir(p)]
     include_dirs = [os.path.join(ROOT, "csrc")]
     macros = []
     official = official_pjrt_include()
