@@ -31,9 +31,12 @@ def official_pjrt_include():
 def extensions():
     if os.environ.get("TTPU_SKIP_EXT") == "1":
         return [], {}
-    from torch.utils.cpp_extension import BuildExtension, CppExtension
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
 
     sources = sorted(glob.glob("csrc/**/*.cc", recursive=True) + glob.glob("csrc/**/*.cpp", recursive=True))
+    # Kineto's headers (the PrivateUse1 activity profiler, csrc/aten/profiler.cpp)
+    # include each other by bare name, so their folder joins the include path.
+    kineto = [p for p in (os.path.join(d, "kineto") for d in include_paths()) if os.path.isdir(p)]
     include_dirs = [os.path.join(ROOT, "csrc")]
     macros = []
     official = official_pjrt_include()
@@ -42,6 +45,7 @@ def extensions():
         macros.append(("TTPU_HAVE_OFFICIAL_PJRT_HEADER", "1"))
     else:
         sources = [s for s in sources if not s.endswith("abi_check.cc")]
+    include_dirs += kineto[:1]
     ext = CppExtension(
         "torch_tpu._C",
         sources,

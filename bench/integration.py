@@ -5,13 +5,19 @@
    DeferAndFuse, median ms per step.
 2. Events: the device time torch.tpu.Event measures for that step vs the
    host wall time around the same step with a synchronize.
-3. Profiler: the same f32 step (Strict) with and without
-   autograd.profiler.profile(use_device="tpu", use_kineto=False).
+3. Profiler: the same f32 step (and a small one, 64-256-64, batch 32, where
+   per-op host cost dominates) without a profiler, under
+   torch.profiler.profile(activities=[CPU, PrivateUse1]) (the Kineto device
+   track), in Strict and DeferAndFuse, and under the legacy stubs
+   (autograd.profiler.profile(use_device="tpu", use_kineto=False)), Strict;
+   torch.profiler with CPU activity only (PyTorch's own op recording, for
+   reference); runs alternate, best median of three each; and the host time of one
+   small op under each. `--profiler` runs only this part.
 4. Distributed: all_reduce of 1 MiB and 16 MiB float32 over the 'tpu' c10d
    backend (host-staged through gloo) vs gloo on CPU tensors, 2 processes,
    median ms per call.
 
-    python bench/integration.py
+    python bench/integration.py [--profiler]
 """
 import json
 import os
@@ -22,17 +28,29 @@ import sys
 import time
 
 
-def mlp_step_times(mode, amp, steps=12, profile=False):
+def _profiler(kind):
+    import contextlib
+    import torch
+    if kind == "stubs":
+        return torch.autograd.profiler.profile(use_device="tpu", use_kineto=False)
+    if kind in ("kineto", "cpu"):
+        from torch.profiler import ProfilerActivity, profile
+        if kind == "cpu":  # PyTorch's own op recording alone: what the device track adds is the difference
+            return profile(activities=[ProfilerActivity.CPU])
+        return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1])
+    return contextlib.nullcontext()
+
+
+def mlp_step_times(mode, amp, steps=12, profile=None, width=1024, batch=256):
     import torch
     import torch.nn as nn
     from torch_tpu.execution_mode import EagerMode, eager_mode
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)).to("tpu")
+    model = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)).to("tpu")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x, y = torch.randn(256, 1024, device="tpu"), torch.randn(256, 1024, device="tpu")
+    x, y = torch.randn(batch, width, device="tpu"), torch.randn(batch, width, device="tpu")
     wall, device = [], []
-    import contextlib
-    prof = torch.autograd.profiler.profile(use_device="tpu", use_kineto=False) if profile else contextlib.nullcontext()
+    prof = _profiler(profile)
     with prof, eager_mode(EagerMode.DEFER_AND_FUSE if mode == "defer" else EagerMode.STRICT):
         for i in range(steps):
             start, end = torch.tpu.Event(enable_timing=True), torch.tpu.Event(enable_timing=True)
@@ -78,6 +96,44 @@ def dist_child():
     dist.destroy_process_group()
 
 
+def per_op_us(kind, n=3000):
+    import torch
+    x = torch.ones(8, device="tpu")
+    for _ in range(200):
+        x.add_(1)
+    torch.tpu.synchronize()
+    with _profiler(kind):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            x.add_(1)
+        torch.tpu.synchronize()
+        dt = time.perf_counter() - t0
+    return dt / n * 1e6
+
+
+def profiler_overhead():
+    print("profiler overhead (MLP training step, median ms, best of 3 alternating runs):")
+    for size, width, batch, steps in (("1024-4096-1024 b256", 1024, 256, 12), ("64-256-64 b32", 64, 32, 60)):
+        for mode, kinds in (("strict", ("cpu", "kineto", "stubs")), ("defer", ("cpu", "kineto"))):
+            best = {}
+            for _ in range(3):
+                for kind in (None,) + kinds:
+                    t, _ = mlp_step_times(mode, amp=False, steps=steps, profile=kind, width=width, batch=batch)
+                    best[kind] = min(best.get(kind, t), t)
+            for kind in kinds:
+                what = {"cpu": "torch.profiler CPU only", "kineto": "torch.profiler CPU+PrivateUse1",
+                        "stubs": "autograd.profiler stubs"}[kind]
+                print(f"  {size:20s} {mode:7s} {what:31s}: {best[None]:7.2f} ms -> {best[kind]:7.2f} ms "
+                      f"({best[kind] / best[None]:.2f}x)")
+    best = {}
+    for _ in range(3):
+        for kind in (None, "cpu", "kineto"):
+            t = per_op_us(kind)
+            best[kind] = min(best.get(kind, t), t)
+    print(f"  host time per op (x.add_(1), Strict, best of 3): {best[None]:.1f} us; torch.profiler CPU only "
+          f"{best['cpu']:.1f} us; CPU+PrivateUse1 {best['kineto']:.1f} us")
+
+
 def main():
     import torch_tpu  # noqa: F401
     rows = {}
@@ -90,9 +146,7 @@ def main():
     print("AMP and events (MLP 1024-4096-1024, batch 256, AdamW):")
     for mode, r in rows.items():
         print(f"  {mode:7s} {json.dumps(r)}")
-    plain, _ = mlp_step_times("strict", amp=False)
-    profiled, _ = mlp_step_times("strict", amp=False, profile=True)
-    print(f"profiler (use_device='tpu'): step {plain:.1f} ms -> {profiled:.1f} ms profiled ({profiled / plain:.2f}x)")
+    profiler_overhead()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -111,5 +165,8 @@ def main():
 if __name__ == "__main__":
     if "--dist-child" in sys.argv:
         dist_child()
+    elif "--profiler" in sys.argv:
+        import torch_tpu  # noqa: F401
+        profiler_overhead()
     else:
         main()

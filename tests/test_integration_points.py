@@ -116,7 +116,7 @@ def test_recurrent_layers_match_cpu_forward_and_backward(name, mode):
         torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-5, rtol=1e-4, msg=n)
 
 
-# --- processes and DLPack: clear errors, never a hang or an unreadable tensor ---
+# --- processes: a clear error, never a hang ---
 
 def _receive(q, out):
     try:
@@ -151,14 +151,7 @@ def test_sending_a_tpu_tensor_to_another_process_fails_clearly():
     assert b.poll(30) and torch.equal(b.recv(), torch.arange(3))
 
 
-def test_dlpack_of_a_tpu_tensor_is_a_clear_error():
-    x = torch.arange(6.0, device=DEV)
-    with pytest.raises((RuntimeError, ValueError, BufferError)) as e:
-        y = torch.from_dlpack(torch.utils.dlpack.to_dlpack(x))
-        y.cpu()  # reading it must not silently give garbage
-    assert "DLPack" in str(e.value) or "Dlpack" in str(e.value)
-    with pytest.raises((RuntimeError, ValueError, BufferError)):
-        torch.from_dlpack(x)
+# DLPack: tests/test_dlpack.py (a round trip, not an error any more).
 
 
 # --- pinned host memory (issue #16, item 4) ----------------------------------

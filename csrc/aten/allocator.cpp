@@ -252,12 +252,15 @@ c10::Allocator* tpu_allocator() { return &g_allocator; }
 
 runtime::StorageHandle& handle_of(const at::Tensor& t) {
   void* ctx = t.storage().data_ptr().get_context();
-  // A storage made around a 'tpu' address by someone else (torch.from_dlpack
-  // of a 'tpu' capsule, from_blob) has no device buffer behind it.
+  // A storage made around a 'tpu' address by someone else (torch._C's raw
+  // DLPack import, from_blob) has no device buffer behind it. The public
+  // DLPack imports resolve 'tpu' capsules to the exported storage instead
+  // (torch_tpu/_integrations/dlpack.py).
   TORCH_CHECK(ctx != nullptr && t.storage().data_ptr().get_deleter() == &delete_handle, "torch_tpu: this tensor on ",
-              t.device(), " does not own torch_tpu device memory (was it made by torch.from_dlpack or from_blob "
-              "from a 'tpu' pointer?). DLPack exchange of 'tpu' tensors is not supported: their memory lives in "
-              "the PJRT runtime, not at data_ptr(). Exchange tensor.cpu() instead.");
+              t.device(), " does not own torch_tpu device memory (was it made by torch._C._from_dlpack or from_blob "
+              "from a 'tpu' pointer?): a 'tpu' data_ptr() is a reserved address, the memory lives in the PJRT "
+              "runtime. Import 'tpu' DLPack capsules with torch.from_dlpack / torch.utils.dlpack.from_dlpack, or "
+              "exchange tensor.cpu().");
   return *static_cast<runtime::StorageHandle*>(ctx);
 }
 

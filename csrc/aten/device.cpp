@@ -17,6 +17,7 @@
 #include "aten/common.h"
 #include "runtime/checks.h"
 #include "runtime/deferred.h"
+#include "runtime/trace.h"
 
 namespace ttpu::aten {
 
@@ -521,6 +522,8 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("reason") = "explicit torch_tpu.sync()");
   m.def("_inject_graph_failure", [](bool on) { runtime::inject_graph_failure(on); });
+  // Whether the profiler's device track is noting executions (runtime/trace.h).
+  m.def("_device_trace_on", [] { return runtime::trace::on(); });
   m.def("defer_stats", [] {
     auto s = runtime::defer_stats();
     py::dict d;

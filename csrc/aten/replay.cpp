@@ -21,6 +21,7 @@
 #include "aten/common.h"
 #include "runtime/checks.h"
 #include "runtime/deferred.h"
+#include "runtime/trace.h"
 
 namespace py = pybind11;
 
@@ -221,6 +222,7 @@ py::object replay(const std::shared_ptr<Program>& prog, const py::list& args) {
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(prog->device)));
   std::vector<BufferPtr> produced;
   try {
+    runtime::trace::CompiledScope traced;  // the profiler's device track calls it a compiled graph
     produced = runtime::execute(*prog->compiled, raw, prog->device, donate_now);
   } catch (const std::exception& e) {
     rethrow_as_torch_error(std::string("compiled graph: ") + e.what());

@@ -9,6 +9,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include "runtime/checks.h"
+#include "runtime/trace.h"
 
 namespace ttpu::aten {
 
@@ -302,6 +303,8 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::vector<pjrt::Buffer*> raw;
   raw.reserve(m.inputs.size());
   for (auto& b : m.inputs) raw.push_back(b.get());
+  std::optional<runtime::trace::OpScope> traced;  // the profiler's device track names the execution
+  if (runtime::trace::on()) traced.emplace(op.schema().name().c_str());
   std::vector<BufferPtr> outputs = runtime::execute(*compiled, raw, dev);
   take_checks(op, outputs, compiled->checks);
   if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, compiled->output_present);
@@ -353,7 +356,9 @@ void TableKernel::record(const c10::OperatorHandle& op, const std::vector<c10::I
     if (k < sig->channels_last.size() && (k >= sig->present.size() || sig->present[k]))
       types[k] = physical_type(types[k], sig->channels_last[k]);
   types.resize(types.size() + sig->checks.size(), TensorType{ElemType::S64, {}});
-  std::vector<BufferPtr> outputs = runtime::record(dev, lowering_->name + std::string("|") + m.key, m.inputs, types,
+  // The node key starts with the ATen name: a graph's error messages and the
+  // profiler's device track (runtime/trace.cc) list its ops by it.
+  std::vector<BufferPtr> outputs = runtime::record(dev, op.schema().name() + "|" + m.key, m.inputs, types,
                                                    std::move(fn));
   take_checks(op, outputs, sig->checks);
   torch::jit::drop(*stack, plan_.args.size());

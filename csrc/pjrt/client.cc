@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "pjrt/last_execution.h"
 #include "pjrt/pjrt_abi.h"
 
 namespace ttpu::pjrt {
@@ -413,6 +414,15 @@ std::string Client::plugin_attributes() const {
   return out;
 }
 
+namespace {
+// See last_execution.h.
+std::atomic<bool> g_keep_last{false};
+thread_local std::shared_ptr<std::atomic<int64_t>> t_last_done;
+}  // namespace
+
+void keep_last_execution(bool on) { g_keep_last.store(on); }
+std::shared_ptr<std::atomic<int64_t>> last_execution_done() { return t_last_done; }
+
 std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<Buffer*>& args, int device,
                                        const std::vector<int>& donated_args, bool aliasing) {
   std::vector<PJRT_Buffer*> raw(args.size());
@@ -454,6 +464,7 @@ std::vector<BufferPtr> Client::execute(const Executable& exe, const std::vector<
     entry.donated.push_back(raw[d]);
     args[d]->release();
   }
+  if (g_keep_last.load(std::memory_order_relaxed)) t_last_done.reset();
   if (entry.done) {
     track(device, std::move(entry));
   } else {
@@ -513,6 +524,7 @@ void Client::track(int device, InFlight entry) {
   std::vector<InFlight> wait;
   std::vector<InFlight> ready;
   entry.done_ns = std::make_shared<std::atomic<int64_t>>(0);
+  if (g_keep_last.load(std::memory_order_relaxed)) t_last_done = entry.done_ns;
   {
     auto on = zeroed<PJRT_Event_OnReady_Args>(PJRT_Event_OnReady_Args_STRUCT_SIZE);
     on.event = entry.done;

@@ -2,6 +2,7 @@
 
 #include "runtime/checks.h"
 #include "runtime/deferred.h"
+#include "runtime/trace.h"
 #include "ops/lowering.h"
 
 #include <malloc.h>
@@ -161,6 +162,7 @@ CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltMo
     if (use_disk) disk_cache::store(c, disk_key, *exe);
   }
   auto op = std::make_shared<CompiledOp>(CompiledOp{exe, m.outputs, m.donated_args, m.output_present, m.checks});
+  trace::name_executable(op.get(), key);
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   g_cache.emplace(key, op);
   return op;
@@ -174,6 +176,7 @@ size_t cache_size() {
 void clear_cache() {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   g_cache.clear();
+  trace::forget_executables();
 }
 
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device) {
@@ -183,7 +186,15 @@ std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buf
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device,
                                const std::vector<int>& donated) {
   stats().executions++;
-  return client().execute(*op.exe, args, device, donated, /*aliasing=*/!op.donated_args.empty());
+  if (!trace::on()) return client().execute(*op.exe, args, device, donated, /*aliasing=*/!op.donated_args.empty());
+  auto now = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  int64_t issued = now();
+  auto out = client().execute(*op.exe, args, device, donated, /*aliasing=*/!op.donated_args.empty());
+  trace::note(op, device, issued, now());
+  return out;
 }
 
 BufferPtr upload(const void* data, const TensorType& type, int device) {

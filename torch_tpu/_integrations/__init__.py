@@ -45,6 +45,8 @@ class _Finder(importlib.abc.MetaPathFinder):
 def install():
     from . import ipc as _ipc
     _ipc.install()
+    from . import dlpack as _dlpack
+    _dlpack.install()
     from . import safetensors as _st
     # The package defines safe_open; safetensors.torch imports it from there.
     _patch_when_imported("safetensors", _st.patch)
