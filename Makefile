@@ -11,7 +11,7 @@ VPY := $(VENV)/bin/python
 SRCS := $(shell find csrc -name '*.cc' -o -name '*.cpp' -o -name '*.h') setup.py
 BUILD_ENV := TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2
 
-.PHONY: demo test test-all bench conformance build clean link
+.PHONY: demo test test-all bench conformance fuzz build clean link
 
 $(VENV_DIR)/.complete: requirements.txt pyproject.toml
 	@test -x $(VENV_DIR)/bin/python || $(PYTHON) -m venv $(VENV_DIR)
@@ -53,6 +53,13 @@ bench: build
 # writes build/conformance/report.json and prints the summary line.
 conformance: build
 	$(VPY) tools/conformance.py --dtypes float32,bfloat16,float16 --grad --jobs 2
+
+# Differential fuzzer sweep (tests/fuzz): N random programs per mode against
+# CPU; prints each mismatch, minimised repros and a summary per mode.
+N ?= 5000
+MODES ?= strict,debug,defer,compiled
+fuzz: build
+	cd tests && ../$(VPY) -m fuzz --n $(N) --modes $(MODES)
 
 clean:
 	rm -rf build torch_tpu/_C*.so torch_tpu/.built

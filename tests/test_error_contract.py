@@ -49,3 +49,20 @@ def test_overlapping_view_allowed_where_cpu_allows_it():
     x = torch.zeros(3).to("tpu")
     x.expand(3, 3).index_fill_(1, torch.tensor([0]).to("tpu"), 1.0)
     torch.tpu.synchronize()
+
+
+# Found by the fuzzer with complex operands (tests/fuzz): XLA:CPU crashed the
+# process compiling a complex remainder; CPU refuses these for complex64.
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.fmod(x, 0.5), lambda x: torch.remainder(x, 2), lambda x: torch.floor(x),
+    lambda x: torch.atan2(x, x), lambda x: torch.erf(x),
+], ids=["fmod", "remainder", "floor", "atan2", "erf"])
+def test_complex_ops_cpu_refuses_raise_not_crash(fn):
+    assert_same_error(fn, torch.tensor([1 + 2j, 3 - 1j]))
+
+
+@pytest.mark.parametrize("fn", [torch.var, torch.std, torch.var_mean, torch.std_mean])
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int64, torch.bool])
+def test_var_std_of_integers_raise_as_cpu(fn, dtype):
+    cpu_e, dev_e = assert_same_error(lambda x: fn(x, 0), torch.tensor([1, 0], dtype=dtype))
+    assert str(cpu_e).split(" (")[0] in str(dev_e)

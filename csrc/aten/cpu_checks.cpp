@@ -83,12 +83,17 @@ void heaviside_check(const std::vector<c10::IValue>& args) {
   TORCH_CHECK(x.scalar_type() == v.scalar_type(), "heaviside is not yet implemented for tensors with different dtypes.");
 }
 
-// var/std(_mean).correction(self, dim?, *, correction?, keepdim): CPU warns
-// when the correction leaves no degrees of freedom (the result is NaN/inf).
+// var/std(_mean).correction(self, dim?, *, correction?, keepdim): CPU refuses
+// integer and bool inputs, and warns when the correction leaves no degrees of
+// freedom (the result is NaN/inf).
 template <const char* Name>
 void variance_dof_check(const std::vector<c10::IValue>& args) {
   if (args.empty() || !args[0].isTensor()) return;
   const at::Tensor& x = args[0].toTensor();
+  // CPU's dtype check, in its wording (var and std share one message).
+  bool mean = std::string(Name).find("_mean") != std::string::npos;
+  TORCH_CHECK(at::isFloatingType(x.scalar_type()) || at::isComplexType(x.scalar_type()),
+              mean ? Name : "std and var", " only support floating point and complex dtypes");
   int64_t n = x.numel();
   if (args.size() > 1 && args[1].isIntList() && !args[1].toIntVector().empty()) {
     n = 1;

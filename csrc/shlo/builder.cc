@@ -138,7 +138,12 @@ void check_element_type(const std::string& name, const std::vector<Value>& opera
   static const char* const kNotBool[] = {"abs", "negate", "sign", "divide", "remainder", "power", "subtract"};
   // Complex numbers have no order: PyTorch's CPU kernels refuse max/min/
   // clamp/sort of them, while XLA would order them (or fail to compile).
-  static const char* const kNotComplex[] = {"maximum", "minimum", "clamp"};
+  // Rounding, remainder, atan2, is_finite and the special functions take
+  // real floats only (XLA:CPU crashed compiling a complex remainder; CPU
+  // refuses fmod/atan2/floor/erf of complex tensors).
+  static const char* const kNotComplex[] = {"maximum", "minimum", "clamp", "remainder", "floor", "ceil",
+                                            "round_nearest_even", "round_nearest_afz", "atan2", "is_finite",
+                                            "chlo.erf", "chlo.lgamma", "chlo.digamma"};
   auto in = [&](const auto& list) {
     for (const char* n : list)
       if (name == n) return true;
