@@ -132,6 +132,26 @@ void cumprod_check(const std::vector<c10::IValue>& args) { scan_bool_check("cump
 void cumprod_inplace_check(const std::vector<c10::IValue>& args) { scan_bool_check("cumprod_out_cpu", args, true); }
 void masked_fill_check(const std::vector<c10::IValue>& args) { fill_value_check(args, 2); }
 
+// Ops CPU refuses for complex inputs (found by tests/fuzz), in CPU's words.
+bool is_complex_tensor(const c10::IValue& v) { return v.isTensor() && v.toTensor().is_complex(); }
+void sign_check(const std::vector<c10::IValue>& args) {
+  TORCH_CHECK_NOT_IMPLEMENTED(args.empty() || !is_complex_tensor(args[0]),
+                              "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                              "torch.sgn instead.");
+}
+void trunc_check(const std::vector<c10::IValue>& args) {
+  TORCH_CHECK_NOT_IMPLEMENTED(args.empty() || !is_complex_tensor(args[0]), "trunc is not supported for complex inputs");
+}
+void nansum_check(const std::vector<c10::IValue>& args) {
+  TORCH_CHECK(args.empty() || !is_complex_tensor(args[0]), "nansum on CPU does not support complex inputs");
+}
+void hypot_check(const std::vector<c10::IValue>& args) {
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
+  if (!is_complex_tensor(args[0]) && !is_complex_tensor(args[1])) return;
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "\"hypot_cpu\" not implemented for '",
+                              c10::toString(at::result_type(args[0].toTensor(), args[1].toTensor())), "'");
+}
+
 }  // namespace
 
 CpuCheck cpu_kernel_check(const std::string& op) {
@@ -148,6 +168,9 @@ CpuCheck cpu_kernel_check(const std::string& op) {
       {"rrelu_with_noise_functional", rrelu_check},
       {"var", variance_dof_check<kVar>}, {"std", variance_dof_check<kStd>},
       {"var_mean", variance_dof_check<kVarMean>}, {"std_mean", variance_dof_check<kStdMean>},
+      {"sign", sign_check},       {"sign_", sign_check},      {"trunc", trunc_check},
+      {"trunc_", trunc_check},    {"nansum", nansum_check},   {"hypot", hypot_check},
+      {"hypot_", hypot_check},
   };
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;
