@@ -11,7 +11,7 @@ VPY := $(VENV)/bin/python
 SRCS := $(shell find csrc -name '*.cc' -o -name '*.cpp' -o -name '*.h') setup.py
 BUILD_ENV := TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2
 
-.PHONY: demo test test-all bench conformance fuzz build clean link
+.PHONY: demo test test-all test-hf bench conformance fuzz build clean link
 
 $(VENV_DIR)/.complete: requirements.txt pyproject.toml
 	@test -x $(VENV_DIR)/bin/python || $(PYTHON) -m venv $(VENV_DIR)
@@ -60,6 +60,15 @@ N ?= 5000
 MODES ?= strict,debug,defer,compiled
 fuzz: build
 	cd tests && ../$(VPY) -m fuzz --n $(N) --modes $(MODES)
+
+# Every Transformers architecture of the causal-LM, masked-LM, seq2seq,
+# sequence- and image-classification auto mappings, tiny, on 'tpu' vs CPU:
+# forward, backward, greedy generate, bf16; pass counts per stage and family.
+# FAMILIES=causal_lm,... and ONLY=llama,gpt2 narrow it.
+FAMILIES ?= causal_lm,masked_lm,seq2seq,seq_cls,image_cls
+ONLY ?=
+test-hf: build $(VENV_DIR)/.test-complete
+	cd tests && ../$(VPY) hf_sweep.py --families $(FAMILIES) --only "$(ONLY)" --json ../build/hf_sweep.json
 
 clean:
 	rm -rf build torch_tpu/_C*.so torch_tpu/.built

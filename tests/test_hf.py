@@ -3,6 +3,7 @@ tiny models built offline from configs train, generate and load/save exactly
 as the same models do on CPU. No hub access: every model is built from a
 config here, every checkpoint written here.
 """
+import copy
 import os
 
 import pytest
@@ -153,3 +154,172 @@ def test_safetensors_load_onto_tpu(tmp_path):
     shared = torch.zeros(4, device="tpu")
     with pytest.raises(RuntimeError, match="share memory"):
         save_file({"x": shared, "y": shared[:2]}, os.fspath(tmp_path / "s.safetensors"))
+
+
+# ---- the HF stack a user reaches for: each compared with the same run on CPU ----
+
+def test_static_cache_generate_compiled_matches_cpu():
+    ref, m = build("llama"), build("llama").to("tpu")
+    x = ids()
+    kw = dict(max_new_tokens=6, do_sample=False, pad_token_id=0, cache_implementation="static")
+    want = ref.generate(x, **kw)
+    assert m.generate(x.to("tpu"), **kw).cpu().tolist() == want.tolist()
+    m.forward = torch.compile(m.forward, backend="tpu")  # the path HF recommends for fast decoding
+    for _ in range(2):  # the second call replays the captured executables
+        assert m.generate(x.to("tpu"), **kw).cpu().tolist() == want.tolist()
+
+
+class _TokenData(torch.utils.data.Dataset):
+    def __init__(self):
+        self.x = torch.randint(2, 96, (16, 12), generator=torch.Generator().manual_seed(0))
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.x[i], "labels": self.x[i]}
+
+
+def _trainer_losses(tmp_path, use_cpu, bf16):
+    # One process, two Trainers: Accelerate keeps its device in a process-wide
+    # singleton, so each run starts from a reset state, as a fresh process would.
+    from accelerate.state import AcceleratorState, PartialState
+    AcceleratorState._reset_state(reset_partial_state=True)
+    PartialState._reset_state()
+    args = transformers.TrainingArguments(
+        output_dir=os.fspath(tmp_path), per_device_train_batch_size=2, gradient_accumulation_steps=2,
+        max_steps=3, learning_rate=1e-3, logging_steps=1, save_strategy="no", report_to=[], use_cpu=use_cpu,
+        bf16=bf16, seed=0, data_seed=0, dataloader_num_workers=0, disable_tqdm=True)
+    model = build("llama").train()
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=_TokenData())
+    trainer.train()
+    return args.device, {p.device.type for p in model.parameters()}, \
+        [h["loss"] for h in trainer.state.log_history if "loss" in h]
+
+
+@pytest.mark.parametrize("bf16", [False, True], ids=["fp32", "bf16"])
+def test_trainer_trains_on_tpu_like_cpu(tmp_path, bf16):
+    pytest.importorskip("accelerate")
+    _, _, want = _trainer_losses(tmp_path, True, bf16)
+    device, param_devices, losses = _trainer_losses(tmp_path, False, bf16)
+    assert device.type == "tpu" and param_devices == {"tpu"}  # Trainer picks 'tpu' by itself
+    tol = 1e-5 if not bf16 else 2e-3
+    assert len(losses) == 3 and losses == pytest.approx(want, rel=tol, abs=tol)
+
+
+def test_accelerate_picks_tpu_and_cpu_flag_still_wins():
+    accelerate = pytest.importorskip("accelerate")
+    from accelerate.state import PartialState
+    PartialState._reset_state()
+    assert PartialState().device.type == "tpu"
+    PartialState._reset_state()
+    assert PartialState(cpu=True).device.type == "cpu"
+    PartialState._reset_state()
+    acc = accelerate.Accelerator(mixed_precision="bf16")
+    model, opt = acc.prepare(torch.nn.Linear(4, 4), None)
+    assert next(model.parameters()).device.type == "tpu"
+    x = torch.randn(2, 4, device="tpu")
+    with acc.autocast():
+        assert (x @ x.T).dtype == torch.bfloat16
+        y = model(x)  # prepare() wraps forward in autocast and returns f32 outputs
+    assert y.dtype == torch.float32
+    want = torch.nn.functional.linear(x.bfloat16(), model.weight.bfloat16(), model.bias.bfloat16()).float()
+    assert torch.equal(y.cpu(), want.cpu())
+    PartialState._reset_state()
+
+
+def test_peft_lora_fine_tuning_matches_cpu():
+    peft = pytest.importorskip("peft")
+
+    def run(device):
+        torch.manual_seed(1)
+        m = peft.get_peft_model(build("llama"), peft.LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0,
+                                                                target_modules=["q_proj", "v_proj"])).to(device)
+        trainable = [p for p in m.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(trainable, lr=1e-2)
+        x = ids().to(device)
+        losses = []
+        for _ in range(3):
+            loss = m(input_ids=x, labels=x).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+        merged = m.merge_and_unload()
+        return losses, len(trainable), merged(input_ids=x).logits
+    want, n_ref, logits_ref = run("cpu")
+    losses, n, logits = run("tpu")
+    assert n == n_ref == 8  # A and B of q and v in 2 layers; the base stays frozen
+    assert losses == pytest.approx(want, rel=1e-5, abs=1e-5)
+    assert_same(logits, logits_ref, atol=1e-4, rtol=1e-4)
+
+
+def test_diffusers_unet_pipeline_and_backward_match_cpu():
+    diffusers = pytest.importorskip("diffusers")
+
+    def unet():
+        torch.manual_seed(0)
+        return diffusers.UNet2DModel(
+            sample_size=16, in_channels=3, out_channels=3, layers_per_block=1, block_out_channels=(16, 32),
+            down_block_types=("DownBlock2D", "AttnDownBlock2D"), up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+            norm_num_groups=8)
+
+    def sample(device):
+        pipe = diffusers.DDPMPipeline(unet=unet(), scheduler=diffusers.DDPMScheduler(num_train_timesteps=100))
+        pipe = pipe.to(device)
+        pipe.set_progress_bar_config(disable=True)
+        out = pipe(batch_size=2, generator=torch.Generator().manual_seed(0), num_inference_steps=3,
+                   output_type="np").images
+        return torch.from_numpy(out)
+    assert_same(sample("tpu"), sample("cpu"), atol=1e-4, rtol=1e-4, check_device=False)
+    # A training step of the denoiser (channels-last group norms, attention, up/down sampling).
+    ref, m = unet(), unet().to("tpu")
+    x = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    t = torch.tensor([3, 70])
+    ref(x, t).sample.square().mean().backward()
+    m(x.to("tpu"), t.to("tpu")).sample.square().mean().backward()
+    for (k, p), (_, q) in zip(m.named_parameters(), ref.named_parameters()):
+        assert_same(p.grad, q.grad, atol=1e-4, rtol=1e-3), k
+
+
+def test_whisper_forward_backward_generate_match_cpu():
+    cfg = transformers.WhisperConfig(
+        vocab_size=96, num_mel_bins=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, d_model=32, max_source_positions=16,
+        max_target_positions=32, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+        suppress_tokens=None, begin_suppress_tokens=None)
+    torch.manual_seed(0)
+    ref = transformers.WhisperForConditionalGeneration(cfg).eval()
+    m = copy.deepcopy(ref).to("tpu")
+    feats = torch.randn(2, 16, 32, generator=torch.Generator().manual_seed(0))
+    labels = ids(2, 6)
+    out_ref = ref(input_features=feats, labels=labels)
+    out = m(input_features=feats.to("tpu"), labels=labels.to("tpu"))
+    assert_same(out.logits, out_ref.logits, atol=1e-4, rtol=1e-4)
+    out_ref.loss.backward()
+    out.loss.backward()
+    for (k, p), (_, q) in zip(m.named_parameters(), ref.named_parameters()):
+        assert_same(p.grad, q.grad, atol=1e-4, rtol=1e-3), k
+    kw = dict(max_new_tokens=5, do_sample=False)
+    assert m.generate(feats.to("tpu"), **kw).cpu().tolist() == ref.generate(feats, **kw).tolist()
+
+
+# One architecture per kind `make test-hf` sweeps (tests/hf_sweep.py: every
+# architecture of the auto mappings): sliding window, MoE, a hybrid with linear
+# attention, short-conv hybrid, encoder, encoder-decoder, classification, vision.
+REPRESENTATIVE = ["causal_lm:mistral", "causal_lm:mixtral", "causal_lm:qwen3_moe", "causal_lm:gpt_oss",
+                  "causal_lm:qwen3_next", "causal_lm:lfm2", "masked_lm:roberta", "seq2seq:t5", "seq2seq:bart",
+                  "seq_cls:bert", "image_cls:vit", "image_cls:resnet"]
+
+
+@pytest.mark.parametrize("which", REPRESENTATIVE)
+def test_architecture_forward_backward_generate_bf16_match_cpu(which):
+    import hf_sweep
+    family, arch = which.split(":")
+    r = hf_sweep.run_arch(family, arch)
+    assert r["status"] == "ok", r.get("why")
+    stages = {s: r[s] for s in hf_sweep.STAGES}
+    assert all(v in (None, "n/a") for v in stages.values()), stages
+    assert stages["forward"] is None and stages["backward"] is None
+    if family in ("causal_lm", "seq2seq"):
+        assert stages["generate"] is None

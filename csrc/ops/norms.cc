@@ -1,4 +1,4 @@
-// Normalization layers: layer norm, group norm's backward, batch norm
+// Normalization layers: layer norm, group norm, batch norm
 // (training and eval, running stats written back as the op's extra results)
 // and renorm. Statistics of f16/bf16 inputs accumulate in f32.
 
@@ -228,6 +228,30 @@ std::vector<Value> batch_norm_backward(LowerCtx& c) {
 
 }  // namespace
 
+std::vector<Value> group_norm(LowerCtx& c) {
+  // -> (out, mean [N, G], rstd [N, G]); biased variance within each group of C/G channels x HxW.
+  // A lowering of its own: PyTorch's composite form views the input, which fails on a
+  // channels-last one (diffusers' UNets make them), and costs a batch_norm round trip.
+  Builder& b = c.b;
+  const Value& x0 = c.t("input");
+  ElemType acc = accumulate_type(x0.type.elem);
+  int64_t N = c.i("N"), C = c.i("C"), HW = c.i("HxW"), G = c.i("group"), D = (C / G) * HW;
+  Value x = b.reshape(b.convert(x0, acc), {N, G, D});
+  auto group_mean = [&](const Value& v) {
+    Value s = b.reduce(v, b.constant(0, acc), {2}, Reducer::Add);
+    return b.div(s, b.constant(static_cast<double>(D), acc, {N, G}));
+  };
+  Value mean = group_mean(x);
+  Value xc = b.sub(x, b.broadcast_in_dim(mean, {N, G, D}, {0, 1}));
+  Value var = group_mean(b.mul(xc, xc));
+  Value rstd = b.unary("rsqrt", b.add(var, b.constant(c.d("eps"), acc, {N, G})));
+  Value y = b.reshape(b.mul(xc, b.broadcast_in_dim(rstd, {N, G, D}, {0, 1})), {N, C, HW});
+  if (c.has("weight")) y = b.mul(y, b.broadcast_in_dim(b.convert(c.t("weight"), acc), {N, C, HW}, {1}));
+  if (c.has("bias")) y = b.add(y, b.broadcast_in_dim(b.convert(c.t("bias"), acc), {N, C, HW}, {1}));
+  return {b.convert(b.reshape(y, x0.type.dims), c.out(0).elem), b.convert(mean, c.out(1).elem),
+          b.convert(rstd, c.out(2).elem)};
+}
+
 std::vector<Value> group_norm_backward(LowerCtx& c) {
   // Within a group: gi = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = g * weight.
   Builder& b = c.b;
@@ -265,6 +289,7 @@ std::vector<Value> group_norm_backward(LowerCtx& c) {
 }
 
 void append_norms(std::vector<Lowering>& t) {
+  t.push_back({"group_norm", group_norm, {"native_group_norm+"}});
   t.push_back({"group_norm_backward", group_norm_backward, {"native_group_norm_backward+"}});
   t.push_back({"layer_norm", layer_norm, {"native_layer_norm"}});
   t.push_back({"layer_norm_backward", layer_norm_backward, {"native_layer_norm_backward"}});

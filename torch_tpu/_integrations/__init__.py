@@ -51,5 +51,7 @@ def install():
     # The package defines safe_open; safetensors.torch imports it from there.
     _patch_when_imported("safetensors", _st.patch)
     _patch_when_imported("safetensors.torch", _st.patch)
+    from . import accelerate as _acc
+    _patch_when_imported("accelerate.state", _acc.patch)
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
