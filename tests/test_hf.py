@@ -323,3 +323,51 @@ def test_architecture_forward_backward_generate_bf16_match_cpu(which):
     assert stages["forward"] is None and stages["backward"] is None
     if family in ("causal_lm", "seq2seq"):
         assert stages["generate"] is None
+
+
+def _forward_backward_generate(ref, kwargs, generate_kwargs=None):
+    """The model on 'tpu' gives CPU's logits, every gradient, and greedy tokens."""
+    m = copy.deepcopy(ref).to("tpu")
+    on_tpu = {k: v.to("tpu") for k, v in kwargs.items()}
+    out_ref, out = ref(**kwargs), m(**on_tpu)
+    assert_same(out.logits, out_ref.logits, atol=1e-4, rtol=1e-4)
+    w = torch.linspace(-1, 1, out_ref.logits.numel()).reshape(out_ref.logits.shape)
+    (out_ref.logits * w).sum().backward()
+    (out.logits * w.to("tpu")).sum().backward()
+    for (k, p), (_, q) in zip(m.named_parameters(), ref.named_parameters()):
+        assert (p.grad is None) == (q.grad is None), k
+        if q.grad is not None:
+            assert_same(p.grad, q.grad, atol=1e-4 * max(1.0, q.grad.abs().max().item()), rtol=1e-3), k
+    if generate_kwargs is not None:
+        kw = dict(max_new_tokens=5, do_sample=False, **generate_kwargs)
+        assert m.generate(**on_tpu, **kw).cpu().tolist() == ref.generate(**kwargs, **kw).tolist()
+
+
+def test_small_vlm_llava_matches_cpu():
+    vision = transformers.CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                           num_attention_heads=4, image_size=32, patch_size=8, projection_dim=32)
+    text = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                    pad_token_id=0)
+    cfg = transformers.LlavaConfig(vision_config=vision, text_config=text, image_token_index=100,
+                                   vision_feature_layer=-1)
+    torch.manual_seed(0)
+    ref = transformers.LlavaForConditionalGeneration(cfg).eval()
+    g = torch.Generator().manual_seed(0)
+    image_tokens = torch.full((2, 16), 100)  # one per patch: (32 / 8) ** 2
+    input_ids = torch.cat([image_tokens, torch.randint(3, 90, (2, 6), generator=g)], 1)
+    _forward_backward_generate(ref, {"input_ids": input_ids, "pixel_values": torch.randn(2, 3, 32, 32, generator=g)},
+                               generate_kwargs={})
+
+
+def test_detr_like_detector_matches_cpu():
+    backbone = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1],
+                                         out_features=["stage4"])
+    cfg = transformers.DetrConfig(use_timm_backbone=False, backbone_config=backbone, use_pretrained_backbone=False,
+                                  d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                  decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
+                                  num_queries=5, num_labels=4)
+    torch.manual_seed(0)
+    ref = transformers.DetrForObjectDetection(cfg).eval()
+    pixels = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    _forward_backward_generate(ref, {"pixel_values": pixels})

@@ -379,3 +379,49 @@ def test_random_strided_view_read_write(seed):
         return out
 
     check_scenario(scenario)
+
+
+# Results are laid out as CPU lays them out (the meta function's strides): a
+# transposed, permuted or channels_last input gives a result in that memory
+# order, a sliced one a dense result. Graphs torch.compile traces rely on it:
+# a view of a result that only CPU's layout allows must work on 'tpu' too.
+LAYOUT_INPUTS = {
+    "transposed": lambda x: x.reshape(6, 20).t(),
+    "permuted3d": lambda x: x.reshape(4, 5, 6).permute(2, 0, 1),
+    "channels_last": lambda x: x.reshape(2, 3, 4, 5).contiguous(memory_format=torch.channels_last),
+    "sliced": lambda x: x.reshape(6, 20)[:, ::3],
+    "expanded": lambda x: x.reshape(120, 1)[:6].expand(6, 7),
+}
+LAYOUT_OPS = {
+    "add_scalar": lambda x: x + 1,
+    "mul_self": lambda x: x * x,
+    "sigmoid": torch.sigmoid,
+    "where": lambda x: torch.where(x > 0, x, -x),
+    "clamp": lambda x: x.clamp(-0.5, 0.5),
+    "to_f64": lambda x: x.to(torch.float64),
+    "zero_functional": torch.ops.aten.zero.default,
+    "fill_functional": lambda x: torch.ops.aten.fill.Scalar(x, 2.0),
+    "pow": lambda x: x.pow(2),
+    "lerp": lambda x: torch.lerp(x, x.sin(), 0.25),
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUT_INPUTS))
+@pytest.mark.parametrize("op", list(LAYOUT_OPS))
+def test_result_strides_follow_cpu(layout, op):
+    def fn(x):
+        y = LAYOUT_OPS[op](LAYOUT_INPUTS[layout](x))
+        return y, y.stride(), y.is_contiguous()
+    check(fn, make_tensor((120,), torch.float32), check_stride=True)
+
+
+def test_compiled_view_of_a_transposed_result():
+    # fuzz seed 1745: AOTAutograd traced `zero(x.t()).t().float().view(-1, 1)`, viewable only
+    # in CPU's layout; 'tpu' made the zero's result contiguous and the view failed.
+    def prog(x):
+        v4 = torch.any(x, 0, keepdim=True) / 7.0
+        z = torch.fmod(x, 2).clone()
+        z.t().zero_()
+        return z.float().reshape(-1, 1) @ v4.float().reshape(1, -1)
+    x = torch.randint(0, 50, (3, 3), dtype=torch.uint8)
+    check(torch.compile(prog, backend="tpu", fullgraph=True), x)

@@ -353,8 +353,22 @@ std::optional<shlo::Value> bind(std::vector<ops::Arg>& args, const std::vector<u
   return std::nullopt;
 }
 
+ResultLayout permuted_layout(const at::Tensor& t) {
+  if (!t.defined() || t.dim() < 2 || t.is_contiguous() || !t.is_non_overlapping_and_dense()) return {};
+  // Size-1 dims first (where they go does not move any element), then the
+  // others from the largest stride to the smallest (distinct: t is dense).
+  ResultLayout l;
+  std::vector<int64_t> rest;
+  for (int64_t d = 0; d < t.dim(); ++d) (t.size(d) == 1 ? l.perm : rest).push_back(d);
+  std::sort(rest.begin(), rest.end(), [&](int64_t a, int64_t b) { return t.stride(a) > t.stride(b); });
+  l.perm.insert(l.perm.end(), rest.begin(), rest.end());
+  l.strides = t.strides().vec();
+  return l;
+}
+
 std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
-                                     const OpPlan& plan, std::vector<bool>& present, std::vector<int>* channels_last) {
+                                     const OpPlan& plan, std::vector<bool>& present,
+                                     std::vector<ResultLayout>* layouts) {
   torch::jit::Stack ms;
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = args[i];
@@ -398,12 +412,7 @@ std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRe
     return outs;
   }
   auto layout = [&](const at::Tensor& t) {
-    if (!channels_last) return;
-    int rank = 0;
-    if (t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
-        t.is_contiguous(t.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d))
-      rank = static_cast<int>(t.dim());
-    channels_last->push_back(rank);
+    if (layouts) layouts->push_back(permuted_layout(t));
   };
   for (const c10::IValue& r : ms) {
     if (r.isTensor()) {

@@ -47,8 +47,21 @@ struct Marshalled {
   bool rng = false;  // a trailing generator state for kUsesDefaultRng
   ops::MatmulPrecision precision = ops::MatmulPrecision::Highest;
   bool skip_self = false;  // kNoReadSelf in place: self's old value is not loaded
-  bool layout = false;  // a channels_last input: results take the layout the meta function gives
+  bool layout = false;  // a non-contiguous input: results take the layout the meta function gives
 };
+
+// How a result is laid out, as CPU lays it out (the meta function's strides):
+// empty `perm` for a contiguous result, else its dimensions from outermost to
+// innermost in memory (the module returns it transposed to that order) and
+// the exact strides the result tensor gets.
+struct ResultLayout {
+  std::vector<int64_t> perm;
+  std::vector<int64_t> strides;
+};
+
+// The layout of a dense, non-overlapping tensor whose strides are a
+// permutation of contiguous ones (a transpose, channels_last); {} otherwise.
+ResultLayout permuted_layout(const at::Tensor& t);
 
 void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::OperatorName& name,
              const std::vector<c10::IValue>& args, int dev, Marshalled& m);
@@ -62,11 +75,11 @@ std::optional<shlo::Value> bind(std::vector<ops::Arg>& args, const std::vector<u
 // broadcasting and shape errors exactly as on CPU). For in-place ops, the
 // written arguments' types. `present` marks results that are real (an
 // output_mask may leave some undefined).
-// `channels_last`, if given, receives per result the rank (4 or 5) of a
-// result the meta function lays out channels_last, else 0.
+// `layouts`, if given, receives per result the layout the meta function
+// gives it (permuted_layout).
 std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
                                      const OpPlan& plan, std::vector<bool>& present,
-                                     std::vector<int>* channels_last = nullptr);
+                                     std::vector<ResultLayout>* layouts = nullptr);
 
 // PyTorch's result type over the value operands (index operands excluded).
 ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan);

@@ -145,36 +145,34 @@ void check_castable(at::ScalarType result, at::ScalarType into) {
   TORCH_CHECK(at::canCast(result, into), "result type ", result, " can't be cast to the desired output type ", into);
 }
 
-// CPU lays a result out as its inputs are: a channels_last input gives a
-// channels_last result from pointwise ops (x.relu(), x + 1, x * bias; a
+// CPU lays a result out as its inputs are: x.t() + 1 is transposed, a
+// channels_last input gives a channels_last result from pointwise ops (a
 // contiguous first input a contiguous one), convolutions, batch norm,
 // pooling, cat... The meta function computes that layout, so when an input
-// is channels_last, the inputs' layouts join the key and the cache miss
-// records which results the meta function lays out channels_last (the key
-// holds each input's class, contiguous or channels_last, whose strides
-// follow from its sizes, or else its strides).
-// Cheap when no input is channels_last (two cached flags per tensor).
-bool strictly_channels_last(const at::Tensor& t) {
-  return t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
-         t.is_contiguous(t.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d);
+// is not contiguous, the inputs' strides join the key and the cache miss
+// records the layout the meta function gives each result; the module returns
+// the result in that memory order and the tensor gets the meta strides.
+// Graphs traced by torch.compile rely on those strides (a view of a result
+// that is only viewable in CPU's layout). Cheap when every input is
+// contiguous (one cached flag per tensor).
+bool non_contiguous(const at::Tensor& t) {
+  return t.defined() && t.dim() >= 2 && !t.is_contiguous();
 }
 bool layout_key(const std::vector<c10::IValue>& args, std::string& key) {
   bool any = false;
   for (const c10::IValue& v : args) {
     if (v.isTensor()) {
-      any = any || strictly_channels_last(v.toTensor());
+      any = any || non_contiguous(v.toTensor());
     } else if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorVector()) any = any || strictly_channels_last(t);
+      for (const at::Tensor& t : v.toTensorVector()) any = any || non_contiguous(t);
     }
   }
   if (!any) return false;
-  std::string classes = "|cl:";
+  std::string classes = "|lay:";
   auto add = [&](const at::Tensor& t) {
     if (!t.defined() || t.is_contiguous()) {
       classes += 'c';
-    } else if (strictly_channels_last(t)) {
-      classes += 'L';
-    } else {  // any other view (a bias sliced out of a tensor): its strides
+    } else {
       classes += 's';
       for (int64_t st : t.strides()) classes += std::to_string(st) + ',';
     }
@@ -190,30 +188,31 @@ bool layout_key(const std::vector<c10::IValue>& args, std::string& key) {
   return true;
 }
 
-// N, C, spatial... -> N, spatial..., C (the physical order of channels_last).
-std::vector<int64_t> channels_last_perm(int rank) {
-  std::vector<int64_t> p{0};
-  for (int d = 2; d < rank; ++d) p.push_back(d);
-  p.push_back(1);
-  return p;
+bool permutes(const ResultLayout& l, const TensorType& t) {
+  return !l.perm.empty() && static_cast<int64_t>(l.perm.size()) == t.rank();
 }
-TensorType physical_type(TensorType t, int layout) {
-  if (!layout || t.rank() != layout) return t;
+TensorType physical_type(TensorType t, const ResultLayout& l) {
+  if (!permutes(l, t)) return t;
   std::vector<int64_t> dims;
-  for (int64_t d : channels_last_perm(layout)) dims.push_back(t.dims[d]);
+  for (int64_t d : l.perm) dims.push_back(t.dims[d]);
   t.dims = dims;
   return t;
 }
 
-// A result buffer in channels_last order as a tensor of PyTorch's sizes with
-// channels_last strides (not a view: its own storage, like CPU's result).
-at::Tensor wrap_result(const BufferPtr& value, at::ScalarType dtype, int layout) {
+// A result buffer in memory order as a tensor of PyTorch's sizes with the
+// meta function's strides (not a view: its own storage, like CPU's result).
+at::Tensor wrap_result(const BufferPtr& value, at::ScalarType dtype, const ResultLayout* l) {
   at::Tensor t = wrap(value, dtype);
-  if (!layout || value->type().rank() != layout) return t;
+  if (!l || l->perm.size() != static_cast<size_t>(value->type().rank()) || l->perm.empty()) return t;
   const std::vector<int64_t>& phys = value->type().dims;
-  std::vector<int64_t> sizes{phys[0], phys.back()};
-  for (size_t d = 1; d + 1 < phys.size(); ++d) sizes.push_back(phys[d]);
-  auto strides = layout == 4 ? c10::get_channels_last_strides_2d(sizes) : c10::get_channels_last_strides_3d(sizes);
+  std::vector<int64_t> sizes(phys.size());
+  for (size_t i = 0; i < phys.size(); ++i) sizes[l->perm[i]] = phys[i];
+  std::vector<int64_t> strides = l->strides;
+  if (strides.empty()) {  // known only in memory order (convolution): dense in it
+    strides.assign(phys.size(), 1);
+    int64_t next = 1;
+    for (size_t i = phys.size(); i-- > 0;) strides[l->perm[i]] = next, next *= std::max<int64_t>(phys[i], 1);
+  }
   t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
   return t;
 }
@@ -310,26 +309,26 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, compiled->output_present);
 
   torch::jit::drop(*stack, n);
-  static const std::vector<int> kContiguous;
+  static const std::vector<ResultLayout> kContiguous;
   if (!m.layout) {
     deliver(args, outputs, compiled->output_present, stack, kContiguous);
     return;
   }
-  std::vector<int> channels_last;
+  std::vector<ResultLayout> layouts;
   bool known = false;
   {
     std::lock_guard<std::mutex> lock(signatures_mutex_);
     auto it = layouts_.find(m.key);
-    if (it != layouts_.end()) channels_last = it->second, known = true;
+    if (it != layouts_.end()) layouts = it->second, known = true;
   }
   // An executable this kernel did not build (another op sharing the key):
   // the layout its results come in is still the meta function's.
   if (!known) {
-    channels_last = result_layouts(op, args);
+    layouts = result_layouts(op, args);
     std::lock_guard<std::mutex> lock(signatures_mutex_);
-    layouts_[m.key] = channels_last;
+    layouts_[m.key] = layouts;
   }
-  deliver(args, outputs, compiled->output_present, stack, channels_last);
+  deliver(args, outputs, compiled->output_present, stack, layouts);
 }
 
 // DeferAndFuse: record the op into the pending graph; its results are
@@ -353,8 +352,8 @@ void TableKernel::record(const c10::OperatorHandle& op, const std::vector<c10::I
   };
   std::vector<TensorType> types = sig->outs;
   for (size_t k = 0; k + lowering_->writeback_args.size() < types.size(); ++k)
-    if (k < sig->channels_last.size() && (k >= sig->present.size() || sig->present[k]))
-      types[k] = physical_type(types[k], sig->channels_last[k]);
+    if (k < sig->layouts.size() && (k >= sig->present.size() || sig->present[k]))
+      types[k] = physical_type(types[k], sig->layouts[k]);
   types.resize(types.size() + sig->checks.size(), TensorType{ElemType::S64, {}});
   // The node key starts with the ATen name: a graph's error messages and the
   // profiler's device track (runtime/trace.cc) list its ops by it.
@@ -362,29 +361,42 @@ void TableKernel::record(const c10::OperatorHandle& op, const std::vector<c10::I
                                                    std::move(fn));
   take_checks(op, outputs, sig->checks);
   torch::jit::drop(*stack, plan_.args.size());
-  deliver(args, outputs, sig->present, stack, sig->channels_last);
+  deliver(args, outputs, sig->present, stack, sig->layouts);
 }
 
-// Which results CPU lays out channels_last (Signature::channels_last), from
-// the meta function alone. CPU's convolution gives a channels_last result
+// How CPU lays out each result (Signature::layouts), from the meta function
+// alone. CPU's convolution gives a channels_last result
 // when its input or its weight is channels_last; its meta function says
 // contiguous.
-std::vector<int> TableKernel::result_layouts(const c10::OperatorHandle& op,
-                                             const std::vector<c10::IValue>& args) const {
-  std::vector<int> channels_last;
+std::vector<ResultLayout> TableKernel::result_layouts(const c10::OperatorHandle& op,
+                                                      const std::vector<c10::IValue>& args) const {
+  std::vector<ResultLayout> layouts;
   std::vector<bool> present;
   try {
-    meta_outputs(op, args, plan_, present, &channels_last);
+    meta_outputs(op, args, plan_, present, &layouts);
   } catch (...) {
-    channels_last.clear();  // the lowering reports what is wrong
+    layouts.clear();  // the lowering reports what is wrong
   }
   if (op.schema().name() == "aten::convolution_overrideable" && args.size() > 1 && args[0].isTensor() &&
       args[1].isTensor()) {
+    // CPU's convolution gives a channels_last result when its input or its
+    // weight is channels_last; the meta function says contiguous.
     const at::Tensor& x = args[0].toTensor();
-    bool cl = strictly_channels_last(x) || strictly_channels_last(args[1].toTensor());
-    channels_last.assign(1, cl ? static_cast<int>(x.dim()) : 0);
+    auto cl = [](const at::Tensor& t) {
+      return t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
+             t.is_contiguous(t.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d);
+    };
+    layouts.assign(1, {});
+    if (cl(x) || cl(args[1].toTensor())) {
+      ResultLayout& l = layouts[0];
+      l.perm.push_back(0);
+      for (int64_t d = 2; d < x.dim(); ++d) l.perm.push_back(d);
+      l.perm.push_back(1);
+      // The result's sizes are known only after the lowering; strides are
+      // filled from them when the result is wrapped (empty here).
+    }
   }
-  return channels_last;
+  return layouts;
 }
 
 // What the lowering needs beyond the marshalled arguments, on a cache miss:
@@ -400,7 +412,7 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
   sig.precision = m.precision;
   if (!lowering_->infer) {
     try {
-      sig.outs = meta_outputs(op, args, plan_, sig.present, m.layout ? &sig.channels_last : nullptr);
+      sig.outs = meta_outputs(op, args, plan_, sig.present, m.layout ? &sig.layouts : nullptr);
     } catch (...) {  // c10::Error, or a Python meta function's exception
       // CPU's error (type and words) where the out= dtype is the problem
       if (plan_.variant == Variant::Out) check_out_dtypes(op, args, /*meta_refused=*/true);
@@ -418,11 +430,11 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
   } else if (plan_.variant == Variant::Out) {
     check_out_dtypes(op, args);  // lowerings that infer their result types (sort, cumsum)
   } else if (m.layout) {
-    sig.channels_last = result_layouts(op, args);  // a lowering that infers its result types (convolution, cat)
+    sig.layouts = result_layouts(op, args);  // a lowering that infers its result types (convolution, cat)
   }
   if (m.layout) {
     std::lock_guard<std::mutex> lock(signatures_mutex_);
-    layouts_[m.key] = sig.channels_last;
+    layouts_[m.key] = sig.layouts;
   }
   sig.common = (lowering_->flags & ops::kNoPromotion) ? ElemType::F32 : common_dtype(args, plan_);
   for (int j : lowering_->writeback_args) {
@@ -514,13 +526,13 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
       results[k] = b.reshape(results[k], outs[k].dims);
     }
   }
-  // A channels_last result leaves the module in that order (declared results only).
+  // A permuted result leaves the module in its memory order (declared results only).
   std::vector<TensorType> logical = outs;
-  for (size_t k = 0; k < declared && k < sig.channels_last.size(); ++k) {
-    const int rank = sig.channels_last[k];
-    if (!rank || outs[k].rank() != rank || (k < present.size() && !present[k])) continue;
-    results[k] = b.transpose(results[k], channels_last_perm(rank));
-    outs[k] = physical_type(outs[k], rank);
+  for (size_t k = 0; k < declared && k < sig.layouts.size(); ++k) {
+    const ResultLayout& l = sig.layouts[k];
+    if (!permutes(l, outs[k]) || (k < present.size() && !present[k])) continue;
+    results[k] = b.transpose(results[k], l.perm);
+    outs[k] = physical_type(outs[k], l);
   }
   std::vector<ops::CheckSpec> specs;
   for (const ops::Check& ch : ctx.checks) {
@@ -664,7 +676,7 @@ void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
 
 void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,
                           const std::vector<bool>& present, torch::jit::Stack* stack,
-                          const std::vector<int>& channels_last) const {
+                          const std::vector<ResultLayout>& layouts) const {
   // Undeclared updates (running stats) come last.
   for (size_t j = lowering_->writeback_args.size(); j > 0; --j) {
     const c10::IValue& target = args.at(lowering_->writeback_args[j - 1]);
@@ -675,7 +687,7 @@ void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<Buff
     std::vector<at::Tensor> ts;
     for (size_t k = 0; k < outputs.size(); ++k) {
       bool real = k >= present.size() || present[k];
-      int layout = k < channels_last.size() ? channels_last[k] : 0;
+      const ResultLayout* layout = k < layouts.size() ? &layouts[k] : nullptr;
       ts.push_back(real ? wrap_result(outputs[k], scalar_type_of(outputs[k]->type().elem), layout) : at::Tensor());
     }
     if (plan_.returns_list) {

@@ -41,9 +41,9 @@ class TableKernel final : public c10::OperatorKernel {
     std::vector<bool> present;
     std::vector<ops::CheckSpec> checks;
     std::vector<std::optional<TensorType>> writeback_types;  // first build only: the targets' types
-    // Per declared result: the rank of a channels_last result (the module
-    // returns it transposed to that order), else 0; empty: all contiguous.
-    std::vector<int> channels_last;
+    // Per declared result: its layout (marshal.h; the module returns it
+    // transposed to that order); empty: all contiguous.
+    std::vector<ResultLayout> layouts;
   };
   struct Emitted {
     std::vector<shlo::Value> results;  // declared results, write-backs, then check flags
@@ -61,7 +61,7 @@ class TableKernel final : public c10::OperatorKernel {
                              std::shared_ptr<const Signature>* keep = nullptr);
   Emitted emit(shlo::Builder& b, const std::vector<shlo::Value>& in_values, const Signature& sig, bool known) const;
   void deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs, const std::vector<bool>& present,
-               torch::jit::Stack* stack, const std::vector<int>& channels_last) const;
+               torch::jit::Stack* stack, const std::vector<ResultLayout>& layouts) const;
 
   // out= and in-place result dtypes, checked the way CPU's TensorIterator does.
   std::vector<at::ScalarType> functional_dtypes(const std::vector<c10::IValue>& args);
@@ -70,16 +70,16 @@ class TableKernel final : public c10::OperatorKernel {
   void compute_in_result_dtype(const std::vector<c10::IValue>& args, std::vector<TensorType>& outs);
   void check_out_dtypes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                         bool meta_refused = false);
-  std::vector<int> result_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
+  std::vector<ResultLayout> result_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
   void check_overlapping_writes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
 
   const ops::Lowering* lowering_;
   std::once_flag planned_;
   OpPlan plan_;
   CpuCheck cpu_check_ = nullptr;                            // cpu_checks.cpp
-  // Signature::channels_last by key, for the Strict hit path (keys with a
-  // channels_last input only; filled on the miss).
-  std::unordered_map<std::string, std::vector<int>> layouts_;
+  // Signature::layouts by key, for the Strict hit path (keys with a
+  // non-contiguous input only; filled on the miss).
+  std::unordered_map<std::string, std::vector<ResultLayout>> layouts_;
   std::optional<c10::OperatorHandle> inplace_functional_;  // mul.Tensor for mul_.Tensor
   OpPlan inplace_functional_plan_;
   std::optional<c10::OperatorHandle> functional_;  // out= overloads: the functional one
