@@ -71,10 +71,17 @@ def tiny_kwargs(cfg, stages=True, layer_kinds=True, mha=False):
         kw[name] = value
     if mha and "num_key_value_heads" in kw:  # multi-head latent attention wants as many kv heads as heads
         kw["num_key_value_heads"] = kw.get("num_attention_heads", kw["num_key_value_heads"])
+    staged = False
     for name, stage in (TINY_STAGES.items() if stages else ()):
         old = getattr(cfg, name, None)
         if isinstance(old, (list, tuple)) and 1 <= len(old) <= 8 and all(isinstance(v, int) for v in old):
             kw[name] = [stage(i) for i in range(len(old))]
+            staged = True
+    if staged:  # a backbone's depth is its number of stages (ConvNeXt aliases num_hidden_layers to it)
+        for name in ("num_hidden_layers", "num_layers"):
+            kw.pop(name, None)
+        if "image_size" in kw:  # room for every stage's downsampling
+            kw["image_size"] = 64
     for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
         if hasattr(cfg, name):
             kw[name] = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "decoder_start_token_id": 1}[name]

@@ -309,7 +309,7 @@ def test_whisper_forward_backward_generate_match_cpu():
 # attention, short-conv hybrid, encoder, encoder-decoder, classification, vision.
 REPRESENTATIVE = ["causal_lm:mistral", "causal_lm:mixtral", "causal_lm:qwen3_moe", "causal_lm:gpt_oss",
                   "causal_lm:qwen3_next", "causal_lm:lfm2", "masked_lm:roberta", "seq2seq:t5", "seq2seq:bart",
-                  "seq_cls:bert", "image_cls:vit", "image_cls:resnet"]
+                  "seq_cls:bert", "image_cls:vit", "image_cls:convnext", "image_cls:resnet"]
 
 
 @pytest.mark.parametrize("which", REPRESENTATIVE)
