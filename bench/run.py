@@ -94,8 +94,10 @@ def case_dispatch(r: Recorder):
         a = torch.randn(16, 16, device=dev)
         b = torch.randn(16, 16, device=dev)
         v = a[2:10]
+        at = a.t()  # a non-contiguous input: the result takes CPU's (transposed) strides
         with in_mode(mode):
             r.run("tiny add 16x16", mode, dev, lambda: a + b, reps, inner)
+            r.run("tiny add transposed", mode, dev, lambda: at + b, reps, inner)
             r.run("tiny mul scalar", mode, dev, lambda: a * 1.5, reps, inner)
             r.run("view + in-place mul_", mode, dev, lambda: v.mul_(1.0), reps, inner)
     for mode, dev in targets():

@@ -188,6 +188,19 @@ bool layout_key(const std::vector<c10::IValue>& args, std::string& key) {
   return true;
 }
 
+// Channels-last (2-d or 3-d) and not also contiguous (size-1 dims make both true).
+bool strictly_channels_last(const at::Tensor& t) {
+  return t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
+         t.is_contiguous(t.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d);
+}
+// Dimension order of a channels-last tensor in memory: N, spatial..., C.
+std::vector<int64_t> channels_last_perm(int64_t rank) {
+  std::vector<int64_t> perm{0};
+  for (int64_t d = 2; d < rank; ++d) perm.push_back(d);
+  perm.push_back(1);
+  return perm;
+}
+
 bool permutes(const ResultLayout& l, const TensorType& t) {
   return !l.perm.empty() && static_cast<int64_t>(l.perm.size()) == t.rank();
 }
@@ -203,7 +216,7 @@ TensorType physical_type(TensorType t, const ResultLayout& l) {
 // meta function's strides (not a view: its own storage, like CPU's result).
 at::Tensor wrap_result(const BufferPtr& value, at::ScalarType dtype, const ResultLayout* l) {
   at::Tensor t = wrap(value, dtype);
-  if (!l || l->perm.size() != static_cast<size_t>(value->type().rank()) || l->perm.empty()) return t;
+  if (!l || !permutes(*l, value->type())) return t;
   const std::vector<int64_t>& phys = value->type().dims;
   std::vector<int64_t> sizes(phys.size());
   for (size_t i = 0; i < phys.size(); ++i) sizes[l->perm[i]] = phys[i];
@@ -314,21 +327,20 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     deliver(args, outputs, compiled->output_present, stack, kContiguous);
     return;
   }
-  std::vector<ResultLayout> layouts;
-  bool known = false;
+  std::shared_ptr<const std::vector<ResultLayout>> layouts;  // shared, not copied, on the hit path
   {
     std::lock_guard<std::mutex> lock(signatures_mutex_);
     auto it = layouts_.find(m.key);
-    if (it != layouts_.end()) layouts = it->second, known = true;
+    if (it != layouts_.end()) layouts = it->second;
   }
   // An executable this kernel did not build (another op sharing the key):
   // the layout its results come in is still the meta function's.
-  if (!known) {
-    layouts = result_layouts(op, args);
+  if (!layouts) {
+    layouts = std::make_shared<const std::vector<ResultLayout>>(result_layouts(op, args));
     std::lock_guard<std::mutex> lock(signatures_mutex_);
     layouts_[m.key] = layouts;
   }
-  deliver(args, outputs, compiled->output_present, stack, layouts);
+  deliver(args, outputs, compiled->output_present, stack, *layouts);
 }
 
 // DeferAndFuse: record the op into the pending graph; its results are
@@ -382,19 +394,10 @@ std::vector<ResultLayout> TableKernel::result_layouts(const c10::OperatorHandle&
     // CPU's convolution gives a channels_last result when its input or its
     // weight is channels_last; the meta function says contiguous.
     const at::Tensor& x = args[0].toTensor();
-    auto cl = [](const at::Tensor& t) {
-      return t.defined() && (t.dim() == 4 || t.dim() == 5) && !t.is_contiguous() &&
-             t.is_contiguous(t.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d);
-    };
     layouts.assign(1, {});
-    if (cl(x) || cl(args[1].toTensor())) {
-      ResultLayout& l = layouts[0];
-      l.perm.push_back(0);
-      for (int64_t d = 2; d < x.dim(); ++d) l.perm.push_back(d);
-      l.perm.push_back(1);
-      // The result's sizes are known only after the lowering; strides are
-      // filled from them when the result is wrapped (empty here).
-    }
+    // The result's sizes are known only after the lowering; strides are
+    // filled from them when the result is wrapped (empty here).
+    if (strictly_channels_last(x) || strictly_channels_last(args[1].toTensor())) layouts[0].perm = channels_last_perm(x.dim());
   }
   return layouts;
 }
@@ -434,7 +437,7 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
   }
   if (m.layout) {
     std::lock_guard<std::mutex> lock(signatures_mutex_);
-    layouts_[m.key] = sig.layouts;
+    layouts_[m.key] = std::make_shared<const std::vector<ResultLayout>>(sig.layouts);
   }
   sig.common = (lowering_->flags & ops::kNoPromotion) ? ElemType::F32 : common_dtype(args, plan_);
   for (int j : lowering_->writeback_args) {

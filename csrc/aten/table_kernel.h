@@ -79,7 +79,7 @@ class TableKernel final : public c10::OperatorKernel {
   CpuCheck cpu_check_ = nullptr;                            // cpu_checks.cpp
   // Signature::layouts by key, for the Strict hit path (keys with a
   // non-contiguous input only; filled on the miss).
-  std::unordered_map<std::string, std::vector<ResultLayout>> layouts_;
+  std::unordered_map<std::string, std::shared_ptr<const std::vector<ResultLayout>>> layouts_;
   std::optional<c10::OperatorHandle> inplace_functional_;  // mul.Tensor for mul_.Tensor
   OpPlan inplace_functional_plan_;
   std::optional<c10::OperatorHandle> functional_;  // out= overloads: the functional one

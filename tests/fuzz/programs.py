@@ -288,11 +288,20 @@ def minimise(prog: Program, mismatch: Mismatch, device: str = "tpu") -> Program:
     return prog
 
 
+def dense_permutation(t: torch.Tensor) -> bool:
+    """Strides a permutation of contiguous ones (no gaps, no overlap)."""
+    expected = 1
+    for size, stride in sorted(zip(t.shape, t.stride()), key=lambda p: p[1]):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
 def literal(t: torch.Tensor) -> str:
     values = t.detach().cpu().resolve_conj().resolve_neg()
     body = f"torch.tensor({values.contiguous().tolist()!r}, dtype={t.dtype})"
-    strided = t.dim() >= 2 and not t.is_contiguous() and 0 not in t.stride() and \
-        t.is_non_overlapping_and_dense()
+    strided = t.dim() >= 2 and not t.is_contiguous() and 0 not in t.stride() and dense_permutation(t)
     if strided:
         return f"torch.empty_strided({tuple(t.shape)}, {t.stride()}, dtype={t.dtype}).copy_({body})"
     return body
