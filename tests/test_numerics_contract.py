@@ -687,3 +687,48 @@ def test_channels_last_compiled_matches_cpu_strides():
     for _ in range(2):  # the recorded call, then the replay
         assert_same(fn(x.to(DEV)), expected, check_stride=True)
     torch._dynamo.reset()
+
+
+# ==========================================================================
+# Found by the fuzzer (tests/fuzz): each case a program that differed from CPU
+# ==========================================================================
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=["f32", "f64", "bf16"])
+def test_hypot_does_not_overflow_or_underflow(dtype):
+    big = 1e300 if dtype == torch.float64 else 1.9e21
+    x = torch.tensor([big, 3.0, 0.0, INF, NAN, 1e-30, -big, 0.0], dtype=torch.float64).to(dtype)
+    y = torch.tensor([1e-3, -4.0, 0.0, NAN, 1.0, 1e-30, big, -INF], dtype=torch.float64).to(dtype)
+    check(torch.hypot, x, y)
+
+
+def test_out_of_another_dtype_where_meta_is_stricter_than_cpu():
+    # The reference meta of abs.out wants Float for a complex input; CPU casts
+    # the magnitude into a complex out.
+    z = torch.tensor([-3 + 4j, 112.625 + 0j], dtype=torch.complex64)
+    check(lambda t: torch.abs(t, out=torch.empty(0, dtype=torch.complex64, device=t.device)), z)
+    assert_same_error(lambda t: torch.abs(t, out=torch.empty(0, dtype=torch.complex128, device=t.device)), z)
+    assert_same_error(lambda t: torch.abs(t, out=torch.empty(0, dtype=torch.int64, device=t.device)), z)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_into_a_size_0_dim_raises_at_the_op(accumulate):
+    # Every index is out of bounds, known while lowering: CPU's IndexError at
+    # once, not a device-side check reported at a later sync point.
+    def f(t):
+        t = t.clone()
+        t.index_put_((torch.tensor([0, -1], device=t.device),), torch.tensor(7.0, device=t.device),
+                     accumulate=accumulate)
+        return t
+    cpu, dev = assert_same_error(f, torch.empty(0))
+    assert str(cpu).splitlines()[0] in str(dev)
+    x = torch.ones(3, device=DEV) * 2  # nothing pending is left behind for the next op
+    assert x.cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+def test_unsupported_dtype_is_not_implemented_like_cpu():
+    # A Python complex scalar with a float16 tensor makes a ComplexHalf
+    # operand: CPU's comparison kernels refuse it with NotImplementedError.
+    x = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    assert_same_error(lambda t: t > (1 + 2j), x)
+    with pytest.raises(NotImplementedError, match="ComplexHalf is not supported on 'tpu'"):
+        torch.zeros(2, dtype=torch.complex32, device=DEV)

@@ -49,7 +49,7 @@ ElemType elem_of(at::ScalarType t) {
     case at::kFloat4_e2m1fn_x2: return ElemType::F4E2M1FNX2;
     default: break;
   }
-  TORCH_CHECK_TYPE(false, "torch_tpu: dtype ", t, " is not supported on 'tpu'; supported: bool, int8/16/32/64, "
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: dtype ", t, " is not supported on 'tpu'; supported: bool, int8/16/32/64, "
                    "uint8/16/32/64, float16, bfloat16, float32, float64, complex64/128, float8_e4m3fn/e5m2/"
                    "e4m3fnuz/e5m2fnuz/e8m0fnu, float4_e2m1fn_x2");
 }
@@ -126,6 +126,8 @@ void rethrow_as_torch_error(const std::string& what) {
     // The exception CPU raises for the same input (IndexError or RuntimeError).
     if (e.index_error) TORCH_CHECK_INDEX(false, e.what());
     TORCH_CHECK(false, e.what());
+  } catch (const ops::IndexError& e) {
+    TORCH_CHECK_INDEX(false, e.what(), " (torch_tpu: raised in ", what, ")");
   } catch (const pjrt::OutOfMemory& e) {
     TORCH_CHECK_WITH(OutOfMemoryError, false, "torch_tpu: out of device memory in ", what, ": ", e.what());
   } catch (const pjrt::Error& e) {

@@ -424,7 +424,12 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
       // zero-size dim: meta's RuntimeError, CPU's IndexError), CPU's error
       // wins: the op runs once on zero-filled CPU twins when they are small.
       if (twins_are_small(args)) run_on_cpu_twins(op, args);
-      throw;
+      // A meta function stricter than CPU's kernel about out= dtypes (the
+      // Python reference of abs.out wants Float for a complex input; CPU
+      // casts the magnitude into a complex out): CPU accepted on the twins
+      // above, so the results take the functional sibling's types and
+      // store() casts them into out, as CPU does.
+      if (plan_.variant != Variant::Out || !twins_are_small(args) || !out_from_functional(args, sig)) throw;
     }
     if (plan_.variant == Variant::Out) check_out_dtypes(op, args);
     check_empty_inputs(op, args, plan_);
@@ -564,6 +569,30 @@ std::vector<at::ScalarType> TableKernel::functional_dtypes(const std::vector<c10
   }
   for (const TensorType& t : fouts) dtypes.push_back(scalar_type_of(t.elem));
   return dtypes;
+}
+
+// Result types of an out= call from its functional sibling's meta function,
+// the out tensors' count and order; false when there is none or it refuses.
+bool TableKernel::out_from_functional(const std::vector<c10::IValue>& args, Signature& sig) {
+  if (!functional_) return false;
+  std::vector<c10::IValue> fargs;
+  size_t n_out = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!plan_.args[i].is_out) fargs.push_back(args[i]);
+    else n_out += args[i].isTensor() ? 1 : 0;
+  }
+  std::vector<bool> present;
+  std::vector<TensorType> fouts;
+  try {
+    fouts = meta_outputs(*functional_, fargs, functional_plan_, present);
+  } catch (...) {
+    return false;
+  }
+  if (fouts.size() != n_out || n_out == 0) return false;
+  sig.outs = std::move(fouts);
+  sig.present = std::move(present);
+  sig.layouts.clear();
+  return true;
 }
 
 // An in-place op whose functional result cannot be cast back into self

@@ -70,6 +70,7 @@ class TableKernel final : public c10::OperatorKernel {
   void compute_in_result_dtype(const std::vector<c10::IValue>& args, std::vector<TensorType>& outs);
   void check_out_dtypes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                         bool meta_refused = false);
+  bool out_from_functional(const std::vector<c10::IValue>& args, Signature& sig);
   std::vector<ResultLayout> result_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
   void check_overlapping_writes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
 

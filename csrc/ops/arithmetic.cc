@@ -296,10 +296,21 @@ std::vector<Value> lcm(LowerCtx& c) {
   return finish(c, b.select(nz, b.convert(l, t), zero));
 }
 
+// hypot without overflow or underflow in the squares (CPU's std::hypot):
+// big * sqrt(1 + (small / big)^2); 0 when both are 0, inf when either is
+// inf (a NaN in the other operand included), NaN otherwise for a NaN.
 std::vector<Value> hypot(LowerCtx& c) {
   Builder& b = c.b;
-  Value x = ew_in(c, 0, float_compute(c)), y = ew_in(c, 1, float_compute(c));
-  return as_out(c, b.unary("sqrt", b.add(b.mul(x, x), b.mul(y, y))));
+  Value x = b.unary("abs", ew_in(c, 0, float_compute(c))), y = b.unary("abs", ew_in(c, 1, float_compute(c)));
+  Value big = b.max(x, y), small = b.min(x, y);
+  Value zero = k(b, 0, big), one = k(b, 1, big), inf = k(b, INFINITY, big);
+  Value nonzero = b.compare(Compare::NE, big, zero);
+  Value r = b.div(small, b.select(nonzero, big, one));
+  Value h = b.mul(big, b.unary("sqrt", b.add(one, b.mul(r, r))));
+  Value any_inf = b.binary("or", b.compare(Compare::EQ, x, inf), b.compare(Compare::EQ, y, inf));
+  Value nan = b.binary("or", b.compare(Compare::NE, x, x), b.compare(Compare::NE, y, y));
+  h = b.select(nan, b.add(x, y), h);  // max/min may drop a NaN on some plugins
+  return as_out(c, b.select(any_inf, inf, h));
 }
 
 Value logaddexp_base(Builder& b, const Value& x, const Value& y, double ln_base) {

@@ -76,6 +76,8 @@ void LowerCtx::check_range(const Value& values, int64_t lo, int64_t hi, CheckSpe
 
 void LowerCtx::check_index(const Value& index, int64_t dim, int64_t size, bool index_error, bool allow_negative,
                            const std::string& prefix) {
+  if (size == 0 && index_error && index.type.numel() > 0)
+    throw IndexError(prefix + "index is out of bounds for dimension with size 0");
   check_range(index, allow_negative ? -size : 0, size,
               {index_error, prefix + "index {} is out of bounds for dimension " + std::to_string(dim) +
                                 " with size " + std::to_string(size)});

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,11 @@ struct CheckSpec {
   bool operator==(const CheckSpec& o) const { return index_error == o.index_error && message == o.message; }
 };
 constexpr int64_t kCheckPassed = INT64_MIN;
+// A check that fails for every value, known while lowering (an index into a
+// size-0 dimension): raised at once as CPU's IndexError, not at a sync point.
+struct IndexError : std::out_of_range {
+  using std::out_of_range::out_of_range;
+};
 struct Check {
   Value bad;  // s64 0-d
   CheckSpec spec;
