@@ -732,3 +732,53 @@ def test_unsupported_dtype_is_not_implemented_like_cpu():
     assert_same_error(lambda t: t > (1 + 2j), x)
     with pytest.raises(NotImplementedError, match="ComplexHalf is not supported on 'tpu'"):
         torch.zeros(2, dtype=torch.complex32, device=DEV)
+
+
+def _special_complex(dtype=torch.complex64, big=True):
+    # big=False for exponents: exp(i 1e30 log 7) has no meaningful phase in float
+    parts = [0.0, -0.0, 1.5, -2.0, INF, -INF, NAN] + ([100.0, -100.0, 1e30] if big else [10.0, -10.0])
+    return torch.tensor([complex(r, i) for r in parts for i in parts], dtype=dtype)
+
+
+def _parts(t):
+    return torch.view_as_real(t.resolve_conj())
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=["c64", "c128"])
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "rsqrt", "sigmoid", "reciprocal", "pow_1.1", "pow_2",
+                                  "pow_0.5", "pow_-1", "rpow_0.001", "rpow_7", "div_by", "pow_tt"])
+def test_complex_special_values_as_cpu(name, dtype):
+    # glibc's cexp/cpow (C99 Annex G) and c10's Smith division give these on
+    # CPU; each part is compared on its own (a NaN part stays NaN, inf stays
+    # inf with its sign), with a few ulps for the finite parts.
+    z = _special_complex(dtype)
+    fns = {"exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sigmoid": torch.sigmoid, "reciprocal": torch.reciprocal,
+           "pow_1.1": lambda t: t ** 1.1, "pow_2": lambda t: t ** 2, "pow_0.5": lambda t: t ** 0.5,
+           "pow_-1": lambda t: t ** -1, "rpow_0.001": lambda t: 0.001 ** t, "rpow_7": lambda t: 7.0 ** t,
+           "div_by": lambda t: torch.flip(t, [0]) / t, "pow_tt": lambda t: torch.pow(torch.flip(t, [0]), t)}
+    fn = fns[name]
+    if name in ("rpow_0.001", "rpow_7", "pow_tt", "pow_2"):
+        # pow_2: XLA:CPU contracts a*a - b*b into a fused multiply-add, so
+        # (1e30 + inf i)^2 has real part 1e60 - inf = -inf where CPU rounds
+        # 1e30 * 1e30 to inf first (inf - inf = NaN): an overflowing product
+        # beside an infinite one is left out.
+        z = _special_complex(dtype, big=False)
+    cpu = _parts(fn(z))
+    dev = _parts(fn(z.to(DEV)).cpu())
+    torch.testing.assert_close(dev, cpu, equal_nan=True, atol=1e-5, rtol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16],
+                         ids=["f32", "f64", "bf16", "f16"])
+@pytest.mark.parametrize("exponent", [0.5, -0.5, -1.0, 2.0, 3.0, -2.0, 0.0, 1.0, 1.1])
+def test_pow_scalar_exponent_cases_as_cpu(exponent, dtype):
+    # CPU takes sqrt/rsqrt/reciprocal/x*x... for these exponents (float16
+    # calls pow): they differ from pow at -inf, -0 and NaN, not only in rounding.
+    x = torch.tensor([-INF, INF, -0.0, 0.0, NAN, -2.0, 3.0, 0.25], dtype=dtype)
+    check(lambda t: t ** exponent, x)
+
+
+def test_nan_to_num_of_complex_replaces_each_part():
+    z = torch.tensor([complex(INF, NAN), complex(-INF, 2.0), complex(1.0, -INF)], dtype=torch.complex64)
+    check(lambda t: _parts(torch.nan_to_num(t, nan=0.5, posinf=1e4, neginf=-1e4)), z)
+    check(lambda t: _parts(torch.nan_to_num(t)), z)

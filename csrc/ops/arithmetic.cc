@@ -92,7 +92,7 @@ std::vector<Value> div_mode(LowerCtx& c, const std::string& mode) {
   c.full_precision_scalars = true;
   if (mode.empty() || shlo::is_float(out)) {
     ElemType ct = accumulate_type(out);
-    Value q = c.b.div(in(c, 0, ct), in(c, 1, ct));
+    Value q = divide(c.b, in(c, 0, ct), in(c, 1, ct));
     if (mode == "trunc") {
       Value x = c.b.div(in(c, 0, ct), in(c, 1, ct));
       q = c.b.mul(c.b.unary("sign", x), c.b.unary("floor", c.b.unary("abs", x)));
@@ -115,7 +115,11 @@ std::vector<Value> shift(LowerCtx& c, bool left) {
   return {c.b.binary(op, a, n)};
 }
 
-Value powv(Builder& b, const Value& x, const Value& y) { return b.binary("power", x, y); }
+// x^y; complex as glibc's cpow: exp(y log x) with C99 products and exponentials.
+Value powv(Builder& b, const Value& x, const Value& y) {
+  if (shlo::is_complex(x.type.elem)) return cexp_c99(b, cmul_c99(b, y, clog_c99(b, x)));
+  return b.binary("power", x, y);
+}
 
 std::vector<Value> pow_tt(LowerCtx& c) {
   ElemType ct = accumulate_type(c.out().elem);
@@ -197,12 +201,34 @@ std::vector<Value> logical_not(LowerCtx& c) {
 
 std::vector<Value> bitwise_not(LowerCtx& c) { return {c.b.unary("not", in(c, 0, c.out().elem))}; }
 
-std::vector<Value> square_like_pow_scalar(LowerCtx& c) {
-  // pow.Tensor_Scalar(self, exponent)
-  ElemType ct = accumulate_type(c.out().elem);
+// pow.Tensor_Scalar(self, exponent) as CPU computes it: exponent 0 fills 1
+// and 1 copies (every dtype); float32/64, bfloat16 and complex take sqrt for
+// 0.5, rsqrt for -0.5, 1/x for -1, x*x, x*x*x and 1/(x*x) for 2, 3 and -2
+// (float16 always calls pow). The exponent is a runtime operand (one
+// executable for every value), so the cases are selects the compiler folds
+// when the exponent is a constant (torch.compile) and fuses otherwise. They
+// differ from pow in more than rounding: sqrt(-inf) is NaN, pow(-inf, 0.5) inf.
+std::vector<Value> pow_tensor_scalar(LowerCtx& c) {
+  ElemType out = c.out().elem;
+  ElemType ct = accumulate_type(out);
+  Builder& b = c.b;
   Value x = in(c, 0, ct);
   Value e = ew_scalar(c, 1, x);
-  return finish(c, powv(c.b, x, e));
+  Value r = powv(b, x, e);
+  auto is = [&](double v) { return b.compare(Compare::EQ, e, cst(c, v, e)); };
+  if ((shlo::is_float(out) && out != ElemType::F16) || shlo::is_complex(out)) {
+    Value one = cst(c, 1, x), xx = multiply(b, x, x);
+    r = b.select(is(2), xx, r);
+    r = b.select(is(3), multiply(b, xx, x), r);
+    r = b.select(is(-2), divide(b, one, xx), r);
+    Value root = shlo::is_complex(out) ? csqrt_c99(b, x) : b.unary("sqrt", x);
+    r = b.select(is(0.5), root, r);
+    r = b.select(is(-0.5), divide(b, one, root), r);
+    r = b.select(is(-1), divide(b, one, x), r);
+  }
+  r = b.select(is(1), x, r);
+  r = b.select(is(0), cst(c, 1, x), r);
+  return finish(c, r);
 }
 
 std::vector<Value> pow_scalar_base(LowerCtx& c) {
@@ -381,6 +407,10 @@ void append_arithmetic(std::vector<Lowering>& t) {
   t.push_back({"mul", [](LowerCtx& c) {
                  if (c.out().elem == ElemType::Pred) return logical(c, "and");
                  c.full_precision_scalars = true;
+                 if (shlo::is_complex(c.out().elem)) {
+                   ElemType ct = accumulate_type(c.out().elem);
+                   return finish(c, cmul_naive(c.b, in(c, 0, ct), in(c, 1, ct)));
+                 }
                  return binary(c, "multiply");
                },
                {"mul.Tensor+"}});
@@ -394,7 +424,7 @@ void append_arithmetic(std::vector<Lowering>& t) {
   t.push_back({"maximum", [](LowerCtx& c) { return max_min(c, true); }, {"maximum+"}});
   t.push_back({"minimum", [](LowerCtx& c) { return max_min(c, false); }, {"minimum+"}});
   t.push_back({"pow", pow_tt, {"pow.Tensor_Tensor+", "pow_.Tensor"}});
-  t.push_back({"pow_scalar", square_like_pow_scalar, {"pow.Tensor_Scalar+", "pow_.Scalar"}});
+  t.push_back({"pow_scalar", pow_tensor_scalar, {"pow.Tensor_Scalar+", "pow_.Scalar"}});
   t.push_back({"pow_scalar_base", pow_scalar_base, {"pow.Scalar+"}});
   t.push_back({"fmod", fmod, {"fmod.Tensor+"}});
   t.push_back({"remainder", remainder, {"remainder.Tensor+", "remainder.Scalar_Tensor+"}});

@@ -54,4 +54,24 @@ inline Value signbit(Builder& b, const Value& x) {
   return b.compare(Compare::LT, bits, b.constant_int(0, ElemType::S32, f.type.dims));
 }
 
+// Complex arithmetic with CPU's special values (complex_math.cc): C99
+// Annex G products and exponentials (glibc), Smith's division (c10::complex).
+Value cmul_c99(Builder& b, const Value& x, const Value& y);
+Value cexp_c99(Builder& b, const Value& z);
+Value cdiv_smith(Builder& b, const Value& x, const Value& y);
+Value clog_c99(Builder& b, const Value& z);
+Value csqrt_c99(Builder& b, const Value& z);
+
+Value cmul_naive(Builder& b, const Value& x, const Value& y);
+
+// x * y; complex operands multiply as CPU does (cmul_naive).
+inline Value multiply(Builder& b, const Value& x, const Value& y) {
+  return shlo::is_complex(x.type.elem) ? cmul_naive(b, x, y) : b.mul(x, y);
+}
+
+// x / y; complex operands divide as CPU does (cdiv_smith).
+inline Value divide(Builder& b, const Value& x, const Value& y) {
+  return shlo::is_complex(x.type.elem) ? cdiv_smith(b, x, y) : b.div(x, y);
+}
+
 }  // namespace ttpu::ops::ew

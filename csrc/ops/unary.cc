@@ -77,7 +77,13 @@ std::vector<Value> angle(LowerCtx& c) {
   return finish(c, b.select(isnan(b, v), v, r));
 }
 
-std::vector<Value> sigmoid_fwd(LowerCtx& c) { return finish(c, sigmoid(c.b, in(c, 0, float_compute(c)))); }
+// sigmoid; of a complex value as CPU's kernel: 1 / (1 + exp(-z)).
+std::vector<Value> sigmoid_fwd(LowerCtx& c) {
+  Value x = in(c, 0, float_compute(c));
+  if (!shlo::is_complex(x.type.elem)) return finish(c, sigmoid(c.b, x));
+  Value one = cst(c, 1, x);
+  return finish(c, cdiv_smith(c.b, one, c.b.add(one, cexp_c99(c.b, neg(c.b, x)))));
+}
 
 std::vector<Value> sign(LowerCtx& c) {
   ElemType ct = accumulate_type(c.out().elem);
@@ -140,7 +146,21 @@ std::vector<Value> inf_test(LowerCtx& c, int sign, bool finite) {
 
 std::vector<Value> reciprocal(LowerCtx& c) {
   Value x = in(c, 0, float_compute(c));
-  return finish(c, c.b.div(cst(c, 1, x), x));
+  return finish(c, divide(c.b, cst(c, 1, x), x));
+}
+
+// A unary op whose complex form follows glibc's special values (complex_math.cc).
+std::vector<Value> complex_or(LowerCtx& c, const char* op, UnaryMath complex_fn) {
+  Value x = in(c, 0, float_compute(c));
+  return finish(c, shlo::is_complex(x.type.elem) ? complex_fn(c.b, x) : c.b.unary(op, x));
+}
+// CPU's complex rsqrt: 1 / sqrt(z), Smith's division.
+Value crsqrt(Builder& b, const Value& z) { return cdiv_smith(b, k(b, 1, z), csqrt_c99(b, z)); }
+
+// exp; of a complex value with glibc's special values (cexp_c99).
+std::vector<Value> exp_op(LowerCtx& c) {
+  Value x = in(c, 0, float_compute(c));
+  return finish(c, shlo::is_complex(x.type.elem) ? cexp_c99(c.b, x) : c.b.unary("exponential", x));
 }
 
 // sqrt(1 - x^2), sqrt(x^2 + 1), sqrt(x^2 - 1)
@@ -256,6 +276,16 @@ std::vector<Value> nan_to_num(LowerCtx& c) {
   Builder& b = c.b;
   ElemType t = c.out().elem;
   Value x = ew_in(c, 0, t);
+  if (shlo::is_complex(t)) {  // each part on its own, as CPU's kernel does
+    TensorType pt{t == ElemType::C64 ? ElemType::F32 : ElemType::F64, x.type.dims};
+    auto fix = [&](Value part) {
+      double big = pt.elem == ElemType::F32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
+      Value r = b.select(isnan(b, part), k(b, c.has(1) ? c.d(1) : 0.0, part), part);
+      r = b.select(b.compare(Compare::EQ, part, k(b, INFINITY, part)), k(b, c.has(2) ? c.d(2) : big, part), r);
+      return b.select(b.compare(Compare::EQ, part, k(b, -INFINITY, part)), k(b, c.has(3) ? c.d(3) : -big, part), r);
+    };
+    return {b.op("complex", {fix(b.op("real", {x}, pt)), fix(b.op("imag", {x}, pt))}, x.type)};
+  }
   if (!shlo::is_float(t)) return {x};
   double big = t == ElemType::F16 ? 65504.0 : t == ElemType::BF16 ? 3.3895313892515355e38
                : t == ElemType::F32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
@@ -274,12 +304,12 @@ std::vector<Value> signbit_op(LowerCtx& c) { return {signbit(c.b, c.t(0))}; }
 
 void append_unary(std::vector<Lowering>& t) {
   // Unary math: float results (integer inputs promote, as on CPU).
-  t.push_back({"exp", [](LowerCtx& c) { return unary(c, "exponential"); }, {"exp+"}});
+  t.push_back({"exp", exp_op, {"exp+"}});
   t.push_back({"expm1", [](LowerCtx& c) { return unary(c, "exponential_minus_one"); }, {"expm1+"}});
-  t.push_back({"log", [](LowerCtx& c) { return unary(c, "log"); }, {"log+"}});
   t.push_back({"log1p", [](LowerCtx& c) { return unary(c, "log_plus_one"); }, {"log1p+"}});
-  t.push_back({"sqrt", [](LowerCtx& c) { return unary(c, "sqrt"); }, {"sqrt+"}});
-  t.push_back({"rsqrt", [](LowerCtx& c) { return unary(c, "rsqrt"); }, {"rsqrt+"}});
+  t.push_back({"sqrt", [](LowerCtx& c) { return complex_or(c, "sqrt", csqrt_c99); }, {"sqrt+"}});
+  t.push_back({"rsqrt", [](LowerCtx& c) { return complex_or(c, "rsqrt", crsqrt); }, {"rsqrt+"}});
+  t.push_back({"log", [](LowerCtx& c) { return complex_or(c, "log", clog_c99); }, {"log+"}});
   t.push_back({"tanh", [](LowerCtx& c) { return unary(c, "tanh"); }, {"tanh+"}});
   t.push_back({"sin", [](LowerCtx& c) { return unary(c, "sine"); }, {"sin+"}});
   t.push_back({"cos", [](LowerCtx& c) { return unary(c, "cosine"); }, {"cos+"}});
