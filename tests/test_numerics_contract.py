@@ -782,3 +782,46 @@ def test_nan_to_num_of_complex_replaces_each_part():
     z = torch.tensor([complex(INF, NAN), complex(-INF, 2.0), complex(1.0, -INF)], dtype=torch.complex64)
     check(lambda t: _parts(torch.nan_to_num(t, nan=0.5, posinf=1e4, neginf=-1e4)), z)
     check(lambda t: _parts(torch.nan_to_num(t)), z)
+
+
+# Found by the complex64 conformance run (tools/conformance.py --dtypes complex64)
+
+@pytest.mark.parametrize("ord", [2, 1, INF, -INF, 0, 3.5], ids=["2", "1", "inf", "-inf", "0", "3.5"])
+def test_complex_vector_norm_uses_the_magnitude(ord):
+    z = cplx((4, 5))
+    check(lambda t: torch.linalg.vector_norm(t, ord), z, atol=1e-5, rtol=1e-5)
+    check(lambda t: torch.linalg.vector_norm(t, ord, dim=1), z, atol=1e-5, rtol=1e-5)
+
+
+def test_complex_norms_built_on_vector_norm():
+    a, b = cplx((3, 6)), cplx((3, 6), seed=7)
+    check(lambda t: torch.dist(t, b.to(t.device)), a, atol=1e-5, rtol=1e-5)
+    check(lambda t: torch.nn.functional.normalize(t, dim=1), a, atol=1e-5, rtol=1e-5)
+    check(lambda t: torch.linalg.matrix_norm(t), a, atol=1e-5, rtol=1e-5)
+    check(lambda t: torch.norm(t), a, atol=1e-5, rtol=1e-5)
+
+
+def test_vdot_and_vecdot_conjugate_the_first_operand():
+    a, b = cplx((7,)), cplx((7,), seed=3)
+    check(lambda t: torch.vdot(t, b.to(t.device)), a, atol=1e-5, rtol=1e-5)
+    check(lambda t: torch.linalg.vecdot(t, b.to(t.device)), a, atol=1e-5, rtol=1e-5)
+    check(lambda t: torch.vdot(t.real.contiguous(), b.real.to(t.device).contiguous()), a, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 7, 50])
+def test_complex_linspace(steps):
+    check(lambda t: torch.linspace(1 - 2j, -3 + 5j, steps, device=t.device), torch.zeros(1), atol=1e-6, rtol=1e-6)
+    check(lambda t: torch.linspace(-5, 5, steps, dtype=torch.int64, device=t.device), torch.zeros(1))
+
+
+def test_equal():
+    x = torch.tensor([[1.0, 2.0], [NAN, 4.0]])
+    for other in (x.clone(), torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([1.0, 2.0]),
+                  torch.tensor([[1, 2], [3, 4]])):
+        assert torch.equal(x.to(DEV), other.to(DEV)) == torch.equal(x, other)
+    y = torch.tensor([[1, 2], [3, 4]])
+    assert torch.equal(y.float().to(DEV), y.to(DEV)) and torch.equal(torch.zeros(0, device=DEV), torch.zeros(0, device=DEV))
+    z = cplx((3,))
+    assert torch.equal(z.to(DEV), z.to(DEV)) and not torch.equal(z.to(DEV), z.conj().to(DEV))
+    with pytest.raises(RuntimeError, match="different devices"):
+        torch.equal(x.to(DEV), torch.ones(2, 2))

@@ -102,6 +102,9 @@ TOLERANCES = {
     "float64": {"forward": (1e-7, 1e-7), "grad": (1e-7, 1e-7)},
     "bfloat16": {"forward": (2e-2, 2e-2), "grad": (5e-2, 5e-2)},
     "float16": {"forward": (2e-2, 2e-2), "grad": (5e-2, 5e-2)},
+    # complex: the part type's tolerances (compared as complex values by torch.testing)
+    "complex64": {"forward": (1e-4, 1e-5), "grad": (1e-4, 1e-4)},
+    "complex128": {"forward": (1e-7, 1e-7), "grad": (1e-7, 1e-7)},
     # integer and bool runs cover the integer-only ops (gcd, bitwise_*...): exact
     "int64": {"forward": (0, 0), "grad": (0, 0)},
     "int32": {"forward": (0, 0), "grad": (0, 0)},

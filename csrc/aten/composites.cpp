@@ -1,5 +1,6 @@
 // ATen overloads served by composing other ops on 'tpu': the
-// _native_batch_norm_legit family (over native_batch_norm's lowering),
+// _native_batch_norm_legit family (over native_batch_norm's lowering), equal
+// (eq, all, then one bool read back),
 // masked_select (through boolean indexing) and the rrelu_with_noise
 // overloads that update their noise argument (over the functional one).
 #include <ATen/ExpandUtils.h>
@@ -8,6 +9,17 @@
 #include "aten/native_kernels.h"
 
 namespace ttpu::aten {
+
+// torch.equal: same sizes and every element equal (eq's promotion: 1.0
+// equals 1; NaN equals nothing), as CPU's kernel answers. It returns a host
+// bool, so it waits for the device (a sync point in DeferAndFuse).
+bool equal(const at::Tensor& self, const at::Tensor& other) {
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
+              self.device(), " and ", other.device());
+  if (self.sizes() != other.sizes()) return false;
+  if (self.numel() == 0) return true;
+  return at::eq(self, other).all().item<bool>();
+}
 
 // The _native_batch_norm_legit family declares the running stats as mutated
 // arguments; native_batch_norm's lowering already updates them.

@@ -83,6 +83,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_new(
     const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_var, bool update, double eps,
     std::array<bool, 3> output_mask, const at::Tensor& reserve);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
+bool equal(const at::Tensor& self, const at::Tensor& other);
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out);
 at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
                             const at::Scalar& upper, bool training, std::optional<at::Generator> generator);

@@ -114,6 +114,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", nonzero_host);
   m.impl("nonzero.out", nonzero_out);
   m.impl("masked_select", masked_select);
+  m.impl("equal", equal);
   m.impl("masked_select.out", masked_select_out);
   m.impl("rrelu_with_noise", rrelu_with_noise);
   m.impl("rrelu_with_noise_", rrelu_with_noise_);

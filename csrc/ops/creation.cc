@@ -32,22 +32,35 @@ std::vector<Value> arange(LowerCtx& c) {
 std::vector<Value> linspace(LowerCtx& c) {
   // linspace.out(start, end, steps, out). PyTorch fills the first half from
   // start and the second half backwards from end; we do the same.
+  // A complex range is the real rule on each part (the step's parts are the
+  // parts' steps; i * step with a real i multiplies each part).
   Builder& b = c.b;
+  ElemType out = c.out().elem;
   int64_t n = c.out().numel();
-  ElemType ct = range_compute(c.out().elem);
-  if (shlo::is_integral(c.out().elem)) ct = ElemType::F64;
-  if (n == 0) return {b.constant(0, c.out().elem, {0})};
-  Value start = b.broadcast_in_dim(c.scalar(0, ct), {n}, {});
-  Value end = b.broadcast_in_dim(c.scalar(1, ct), {n}, {});
-  if (n == 1) return {b.convert(start, c.out().elem)};
-  Value step = b.div(b.sub(end, start), b.constant(static_cast<double>(n - 1), ct, {n}));
-  Value i = b.iota(TensorType{ct, {n}}, 0);
-  Value from_start = b.add(start, b.mul(i, step));
-  Value from_end = b.sub(end, b.mul(b.sub(b.constant(static_cast<double>(n - 1), ct, {n}), i), step));
-  Value half = b.constant(static_cast<double>(n / 2), ct, {n});
-  Value r = b.select(b.compare(shlo::Compare::LT, i, half), from_start, from_end);
-  if (shlo::is_integral(c.out().elem)) r = b.unary("floor", r);
-  return {b.convert(r, c.out().elem)};
+  if (n == 0) return {b.constant(0, out, {0})};
+  bool cplx = shlo::is_complex(out);
+  ElemType ct = cplx ? (out == ElemType::C64 ? ElemType::F32 : ElemType::F64) : range_compute(out);
+  if (shlo::is_integral(out)) ct = ElemType::F64;
+  auto line = [&](Value start, Value end) {
+    start = b.broadcast_in_dim(start, {n}, {});
+    end = b.broadcast_in_dim(end, {n}, {});
+    if (n == 1) return start;
+    Value step = b.div(b.sub(end, start), b.constant(static_cast<double>(n - 1), ct, {n}));
+    Value i = b.iota(TensorType{ct, {n}}, 0);
+    Value from_start = b.add(start, b.mul(i, step));
+    Value from_end = b.sub(end, b.mul(b.sub(b.constant(static_cast<double>(n - 1), ct, {n}), i), step));
+    Value half = b.constant(static_cast<double>(n / 2), ct, {n});
+    return b.select(b.compare(shlo::Compare::LT, i, half), from_start, from_end);
+  };
+  if (cplx) {
+    Value s = c.scalar(0, out), e = c.scalar(1, out);
+    TensorType pt{ct, {}};
+    return {b.op("complex", {line(b.op("real", {s}, pt), b.op("real", {e}, pt)),
+                             line(b.op("imag", {s}, pt), b.op("imag", {e}, pt))},
+                 c.out())};
+  }
+  // integers: the conversion truncates toward zero, as CPU's cast does (-3.3 is -3)
+  return {b.convert(line(c.scalar(0, ct), c.scalar(1, ct)), out)};
 }
 
 std::vector<Value> logspace(LowerCtx& c) {

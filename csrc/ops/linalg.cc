@@ -77,6 +77,16 @@ std::vector<Value> dot1d(LowerCtx& c) {
   return {c.b.convert(dot(c, c.t(0), c.t(1), {}, {}, {0}, {0}), c.out().elem)};
 }
 
+// vdot(a, b) = sum(conj(a) * b): dot of the conjugated first operand.
+std::vector<Value> vdot(LowerCtx& c) {
+  Value a = c.t(0);
+  if (shlo::is_complex(a.type.elem)) {
+    TensorType pt{a.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, a.type.dims};
+    a = c.b.op("complex", {c.b.op("real", {a}, pt), c.b.unary("negate", c.b.op("imag", {a}, pt))}, a.type);
+  }
+  return {c.b.convert(dot(c, a, c.t(1), {}, {}, {0}, {0}), c.out().elem)};
+}
+
 std::vector<Value> addmv(LowerCtx& c) {
   Value p = dot(c, c.t(1), c.t(2), {}, {}, {1}, {0});
   return {c.b.convert(scale_add(c, 0, 3, 4, p), c.out().elem)};
@@ -137,7 +147,8 @@ void append_linalg(std::vector<Lowering>& t) {
   t.push_back({"baddbmm", baddbmm, {"baddbmm+"}, kUsesMatmulPrecision});
   t.push_back({"addbmm", addbmm, {"addbmm+"}, kUsesMatmulPrecision});
   t.push_back({"mv", mv, {"mv+"}, kUsesMatmulPrecision});
-  t.push_back({"dot", dot1d, {"dot+", "vdot"}, kUsesMatmulPrecision});
+  t.push_back({"dot", dot1d, {"dot+"}, kUsesMatmulPrecision});
+  t.push_back({"vdot", vdot, {"vdot+"}, kUsesMatmulPrecision});
   t.push_back({"addmv", addmv, {"addmv+"}, kUsesMatmulPrecision});
   t.push_back({"scaled_mm", scaled_mm, {"_scaled_mm+"}, kNoPromotion});
   t.push_back({"linalg_cross", linalg_cross, {"linalg_cross+"}});
