@@ -1,7 +1,13 @@
 """torch_tpu benchmark suite: every case on native PyTorch CPU and on 'tpu' in
-each available mode, in one process, so ratios are fair.
+each available mode.
 
     python bench/run.py [--quick] [--out bench/results/latest.json]
+
+Native PyTorch (eager and Inductor) runs in processes of its own that never
+load torch_tpu, with PyTorch's default settings, as a user runs it: one before
+and one after the 'tpu' process, and its time is the mean of the two (both are
+kept, so drift on this noisy machine shows). The 'tpu' modes run in this
+process with no environment variable a user would not set.
 
 Writes one JSON record per case (name, mode, platform, median and spread over
 repeats in ms, compile count, peak device memory), a PNG chart next to it,
@@ -10,16 +16,11 @@ and prints a table. Speed is reported here, never asserted in tests.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
 
-# Native CPU and XLA's CPU runtime share this machine's cores in one process.
-# PyTorch's OpenMP threads busy-wait between parallel regions by default, so
-# right after the device ran (its thread pool still spinning), native CPU ops
-# were measured up to 50x slower on 2 cores. Passive waiting makes both sides
-# measurable in the same process; set before torch starts OpenMP.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import platform
 import statistics
 import subprocess
@@ -30,8 +31,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import torch_tpu  # noqa: F401
-from torch_tpu.execution_mode import EagerMode, eager_mode
+# "native": the baseline process (native CPU eager and Inductor; torch_tpu is
+# never imported); "tpu": our modes (this process when run by a user).
+SIDE = os.environ.get("TORCH_TPU_BENCH_SIDE", "tpu")
+if SIDE == "tpu":
+    import torch_tpu  # noqa: F401
+    from torch_tpu.execution_mode import EagerMode, eager_mode
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -39,8 +44,9 @@ import models  # noqa: E402
 from timing import measure, sync  # noqa: E402
 
 # The eager modes on 'tpu'; each case runs on CPU and then in every one of them.
-EAGER_MODES = {"strict": EagerMode.STRICT, "debug": EagerMode.DEBUG, "defer": EagerMode.DEFER_AND_FUSE}
-TPU_MODES = list(EAGER_MODES)
+TPU_MODES = ["strict", "debug", "defer"]
+EAGER_MODES = {"strict": EagerMode.STRICT, "debug": EagerMode.DEBUG, "defer": EagerMode.DEFER_AND_FUSE} \
+    if SIDE == "tpu" else {}
 ALL_MODES = TPU_MODES + ["compiled", "inductor"]  # columns of the table
 
 
@@ -48,12 +54,21 @@ SELECTED = set(ALL_MODES)  # --modes narrows this (native CPU always runs: it is
 
 
 def targets(modes=None):
-    """(mode, device) pairs: native CPU first, then 'tpu' in each selected mode."""
-    return [("cpu", "cpu")] + [(m, "tpu") for m in (modes or TPU_MODES) if m in SELECTED]
+    """(mode, device) pairs of this process's side: native CPU, or 'tpu' in each selected mode."""
+    if SIDE == "native":
+        return [("cpu", "cpu")]
+    return [(m, "tpu") for m in (modes or TPU_MODES) if m in SELECTED]
 
 
 def in_mode(mode):
+    if SIDE == "native":
+        return contextlib.nullcontext()
     return eager_mode(EAGER_MODES.get(mode, EagerMode.STRICT))
+
+
+def tpu_stat(fn, default=0):
+    """A torch.tpu statistic, or `default` in the native process."""
+    return fn() if SIDE == "tpu" else default
 
 
 class Recorder:
@@ -61,24 +76,24 @@ class Recorder:
         self.quick = quick
         self.inductor = inductor
         self.records = []
-        self.platform = torch_tpu._C._plugin_info()["platform_name"]
+        self.platform = torch_tpu._C._plugin_info()["platform_name"] if SIDE == "tpu" else "cpu-native"
 
     def run(self, name, mode, device, fn, repeats, inner, note=""):
         print(f"  {name:<28} {mode:<7}", end="", flush=True)
-        torch.tpu.reset_peak_memory_stats()
-        before = torch.tpu.compile_stats()["compiles"]
+        tpu_stat(torch.tpu.reset_peak_memory_stats) if SIDE == "tpu" else None
+        before = tpu_stat(lambda: torch.tpu.compile_stats()["compiles"])
         try:
             med, lo, hi = measure(fn, device, repeats, inner)
             err = None
         except Exception as e:  # a case the backend cannot run yet is reported, not hidden
             med = lo = hi = None
             err = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-        compiles = torch.tpu.compile_stats()["compiles"] - before
+        compiles = tpu_stat(lambda: torch.tpu.compile_stats()["compiles"]) - before
         rec = {
             "name": name, "mode": mode, "platform": "cpu-native" if mode == "cpu" else self.platform,
             "median_ms": med, "min_ms": lo, "max_ms": hi, "repeats": repeats, "inner": inner,
             "compiles": compiles if mode != "cpu" else 0,
-            "peak_device_bytes": torch.tpu.max_memory_allocated() if mode != "cpu" else 0,
+            "peak_device_bytes": tpu_stat(lambda: torch.tpu.max_memory_allocated()) if mode != "cpu" else 0,
             "note": note, "error": err,
         }
         self.records.append(rec)
@@ -117,6 +132,8 @@ def case_dispatch(r: Recorder):
 
 
 def case_compile(r: Recorder):
+    if SIDE != "tpu":
+        return
     # A new op signature each call: compile + run latency of a small op.
     reps = 3 if r.quick else 5
     fresh = iter([torch.ones(100 + i, 3, device="tpu") for i in range(reps + 2)])
@@ -137,7 +154,7 @@ def training_case(r: Recorder, name, make, steps_inner, inductor=False):
     alike. The reported ratio to CPU is the median of the per-round ratios."""
     rounds = 9 if r.quick else 21
     contenders = []
-    compiled = [("compiled", "tpu")] + ([("inductor", "cpu")] if inductor else [])
+    compiled = [("compiled", "tpu")] if SIDE == "tpu" else ([("inductor", "cpu")] if inductor else [])
     for mode, dev in targets() + [(m, d) for m, d in compiled if m in SELECTED]:
         with in_mode(mode):
             step = prepare_training(r, name, make, mode, dev)
@@ -180,8 +197,9 @@ def prepare_training(r, name, make, mode, dev):
         # the whole step (forward, backward, optimizer) under torch.compile;
         # backward() is a graph break, so it runs as several graphs
         step = torch.compile(step, backend="tpu" if mode == "compiled" else "inductor")
-    before = torch.tpu.compile_stats()["compiles"]
-    torch.tpu.reset_peak_memory_stats()
+    before = tpu_stat(lambda: torch.tpu.compile_stats()["compiles"])
+    if SIDE == "tpu":
+        torch.tpu.reset_peak_memory_stats()
     first = {"name": name + " (first step)", "mode": mode, "platform": "cpu-native" if dev == "cpu" else r.platform,
              "repeats": 1, "inner": 1, "error": None,
              "note": "inductor compile" if mode == "inductor" else "cold: includes compiling every op"}
@@ -198,8 +216,8 @@ def prepare_training(r, name, make, mode, dev):
         first_ms = None
     if dev != "cpu" or mode == "inductor":
         first.update(median_ms=first_ms, min_ms=first_ms, max_ms=first_ms,
-                     compiles=torch.tpu.compile_stats()["compiles"] - before if dev != "cpu" else 0,
-                     peak_device_bytes=torch.tpu.max_memory_allocated() if dev != "cpu" else 0)
+                     compiles=tpu_stat(lambda: torch.tpu.compile_stats()["compiles"]) - before if dev != "cpu" else 0,
+                     peak_device_bytes=tpu_stat(lambda: torch.tpu.max_memory_allocated()) if dev != "cpu" else 0)
         r.records.append(first)
     if first["error"]:
         r.records.append(dict(first, name=name, median_ms=None, min_ms=None, max_ms=None))
@@ -260,6 +278,8 @@ print((t2 - t0) * 1e3, (t2 - t1) * 1e3, torch.tpu.compile_stats()["compiles"])
 def case_warm_start(r: Recorder):
     """A new process runs one MLP training step: with an empty compilation
     cache directory (cold) and again with the directory it filled (warm)."""
+    if SIDE != "tpu":
+        return
     import tempfile
     code = WARM_CODE.format(here=HERE)
     with tempfile.TemporaryDirectory() as cache:
@@ -330,6 +350,58 @@ def chart(records, path):
     fig.savefig(path, dpi=110)
 
 
+GROUPS = {"dispatch": case_dispatch, "compile": case_compile, "training": case_training,
+          "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start}
+
+
+def run_native(args, when):
+    """The native baseline in a process of its own (no torch_tpu, PyTorch's defaults); its records."""
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = f.name
+    cmd = [sys.executable, os.path.abspath(__file__), "--out", out]
+    cmd += ["--quick"] if args.quick else []
+    cmd += ["--only", args.only] if args.only else []
+    cmd += ["--no-inductor"] if args.no_inductor else []
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["TORCH_TPU_BENCH_SIDE"] = "native"
+    print(f"[native baseline, {when}: its own process]", flush=True)
+    subprocess.run(cmd, env=env, check=True, timeout=3600)
+    with open(out) as f:
+        recs = json.load(f)
+    os.remove(out)
+    return recs
+
+
+def merge_native(native_runs, ours):
+    """Native records (mean of the runs before and after ours, each kept) beside ours, with
+    each of our records' ratio to the native eager time of the same case."""
+    merged = {}
+    for run_i, recs in enumerate(native_runs):
+        for rec in recs:
+            key = (rec["name"], rec["mode"])
+            m = merged.setdefault(key, dict(rec, runs_ms=[]))
+            m["runs_ms"].append(rec["median_ms"])
+    out = []
+    for m in merged.values():
+        times = [t for t in m["runs_ms"] if t is not None]
+        m["median_ms"] = statistics.mean(times) if times else None
+        m["note"] = (m.get("note") or "") + " (mean of the native runs before and after; each in runs_ms)"
+        out.append(m)
+    cpu = {rec["name"]: rec["median_ms"] for rec in out if rec["mode"] == "cpu"}
+    for rec in ours:
+        base = cpu.get(rec["name"])
+        if rec["median_ms"] and base:
+            rec["ratio_vs_cpu"] = rec["median_ms"] / base
+            rec.pop("ratio_iqr", None)
+    for rec in out:  # Inductor against native eager, both from the baseline processes
+        base = cpu.get(rec["name"])
+        if rec["mode"] == "inductor" and rec["median_ms"] and base:
+            rec["ratio_vs_cpu"] = rec["median_ms"] / base
+            rec.pop("ratio_iqr", None)
+    return out + ours
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="a few minutes on a 2-core machine")
@@ -340,21 +412,33 @@ def main():
     args = p.parse_args()
     if args.modes:
         SELECTED.intersection_update(args.modes.split(","))
+    if SIDE == "native":  # a baseline child of the run below: records only
+        r = Recorder(args.quick, inductor=not args.no_inductor)
+        for g in [g for g in args.only.split(",") if g] or list(GROUPS):
+            print(f"[native {g}]", flush=True)
+            GROUPS[g](r)
+        with open(args.out, "w") as f:
+            json.dump(r.records, f)
+        return
+    native = [run_native(args, "before")]
     r = Recorder(args.quick, inductor=not args.no_inductor)
-    groups = {"dispatch": case_dispatch, "compile": case_compile, "training": case_training,
-              "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start}
+    groups = GROUPS
     chosen = [g for g in args.only.split(",") if g] or list(groups)
     print(f"torch_tpu bench ({'quick' if args.quick else 'full'}) on {r.platform}, torch {torch.__version__}, "
           f"{os.cpu_count()} cpus, threads {torch.get_num_threads()}")
     for g in chosen:
         print(f"[{g}]", flush=True)
         groups[g](r)
+    native.append(run_native(args, "after"))
+    r.records = merge_native(native, r.records)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": "python bench/run.py" + (" --quick" if args.quick else ""),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, {platform.platform()}",
         "torch": torch.__version__, "plugin": torch_tpu._C._plugin_info(),
         "modes": ["cpu"] + TPU_MODES + ["compiled", "inductor"],
+        "baseline": "native CPU eager and Inductor in their own processes (torch_tpu not loaded, PyTorch's "
+                    "default settings), one before and one after the 'tpu' process; their mean is the CPU time",
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
