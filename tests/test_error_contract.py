@@ -69,3 +69,24 @@ def test_complex_ops_cpu_refuses_raise_not_crash(fn):
 def test_var_std_of_integers_raise_as_cpu(fn, dtype):
     cpu_e, dev_e = assert_same_error(lambda x: fn(x, 0), torch.tensor([1, 0], dtype=dtype))
     assert str(cpu_e).split(" (")[0] in str(dev_e)
+
+
+# Found by OpInfo's error inputs (python tools/conformance.py --only-errors):
+# the same exception type as CPU and a message matching OpInfo's pattern.
+@pytest.mark.parametrize("case", ["logcumsumexp_dim", "uniform_range", "masked_scatter_uint8_mask",
+                                  "complex_mixed_parts", "bucketize_2d_boundaries"])
+def test_error_inputs_raise_like_cpu(case):
+    x = make_tensor((5, 2))
+    fns = {
+        "logcumsumexp_dim": (lambda t: torch.logcumsumexp(t, 3), "Dimension out of range"),
+        "uniform_range": (lambda t: t.clone().uniform_(3, -1), r"uniform_ expects to return a \[from, to\) range"),
+        "masked_scatter_uint8_mask": (lambda t: t.masked_scatter((t > 0).to(torch.uint8), t),
+                                      "masked_scatter_ only supports boolean masks"),
+        "complex_mixed_parts": (lambda t: torch.complex(t, t.double()), "Expected object of scalar type Float"),
+        "bucketize_2d_boundaries": (lambda t: torch.bucketize(t, t), "boundaries tensor must be 1 dimension"),
+    }
+    fn, pattern = fns[case]
+    cpu_err, dev_err = assert_same_error(lambda t: fn(t).cpu(), x)
+    assert pattern.split("\\")[0] in str(cpu_err).replace("\\", "")
+    import re
+    assert re.search(pattern, str(dev_err)), str(dev_err)

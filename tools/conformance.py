@@ -11,7 +11,7 @@ the results are compared with ``torch.testing.assert_close``.  With
 Usage::
 
     python tools/conformance.py [--ops a,b] [--sample-limit N]
-        [--dtypes float32,bfloat16] [--grad] [--shard K/N] [--out path.json]
+        [--dtypes float32,bfloat16] [--grad] [--errors] [--shard K/N] [--out path.json]
         [--update-expected] [--jobs J]
 
 * ``--sample-limit`` (default 4) caps the samples per op, dtype and mode;
@@ -111,7 +111,7 @@ TOLERANCES = {
     "bool": {"forward": (0, 0), "grad": (0, 0)},
 }
 
-MODES = ("forward", "grad")
+MODES = ("forward", "grad", "errors")
 
 # --------------------------------------------------------------------------
 # Op selection
@@ -540,6 +540,61 @@ def _host_calls(device):
     return sum(torch.tpu.host_op_stats().values())
 
 
+def _error_input_unit(op, entry, sample_limit, device):
+    """OpInfo's error inputs (mode "errors"): each input CPU refuses with the declared exception
+    type must raise the same type on the device, with a message matching the declared pattern.
+    Inputs CPU does not refuse that way (CUDA-only checks) are skipped."""
+    if op.error_inputs_func is None:
+        entry["skip_reason"] = "the OpInfo has no error inputs"
+        return entry
+
+    def call(ei):
+        s = ei.sample_input
+        return to_cpu(op(s.input, *s.args, **s.kwargs))  # reads the result: device-side checks raise
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cpu_inputs = list(itertools.islice(op.error_inputs("cpu"), sample_limit or None))
+            dev_inputs = list(itertools.islice(op.error_inputs(device), sample_limit or None))
+    except Exception as e:
+        entry["skip_reason"] = f"error input generation failed: {_short(e)[:200]}"
+        return entry
+    for i, (ci, di) in enumerate(zip(cpu_inputs, dev_inputs)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                call(ci)
+                cpu_err = None
+            except Exception as e:  # noqa: BLE001
+                cpu_err = e
+            if cpu_err is None or not isinstance(cpu_err, ci.error_type):
+                entry["skipped"] += 1
+                entry["skip_reason"] = entry["skip_reason"] or "CPU does not raise the declared error"
+                continue
+            try:
+                call(di)
+                dev_err = None
+            except Exception as e:  # noqa: BLE001
+                dev_err = e
+        want = f"CPU raises {type(cpu_err).__name__}: {_short(cpu_err)[:120]}"
+        if dev_err is None:
+            _record_failure(entry, "no_error", f"{want}; the device raised nothing", i)
+        elif not isinstance(dev_err, type(cpu_err)):
+            _record_failure(entry, _classify(dev_err) if isinstance(dev_err, NotImplementedError) else "wrong_type",
+                            f"{want}; the device raised {type(dev_err).__name__}: {_short(dev_err)[:160]}", i)
+        elif ci.error_regex and not re.search(ci.error_regex, str(dev_err)):
+            _record_failure(entry, "message", f"{type(dev_err).__name__}: {_short(dev_err)[:160]} does not match "
+                                              f"{ci.error_regex!r}", i)
+        else:
+            entry["passed"] += 1
+    if entry["failed"]:
+        entry["status"] = "fail"
+    elif entry["passed"]:
+        entry["status"] = "pass"
+    return entry
+
+
 def run_unit(op, dtype_name, mode, sample_limit=DEFAULT_SAMPLE_LIMIT, device="tpu"):
     """Run one (op, dtype, mode) and return its report entry."""
     import torch
@@ -547,6 +602,10 @@ def run_unit(op, dtype_name, mode, sample_limit=DEFAULT_SAMPLE_LIMIT, device="tp
     entry = _new_entry()
     random = is_random(op)
     t0 = time.perf_counter()
+    if mode == "errors":
+        entry = _error_input_unit(op, entry, sample_limit, device)
+        entry["seconds"] = round(time.perf_counter() - t0, 3)
+        return entry
     if mode == "forward":
         if not op.supports_dtype(dtype, "cpu"):
             entry["skip_reason"] = f"{dtype_name} not supported by the op on CPU"
@@ -824,7 +883,7 @@ def _fmt(s):
 
 def summary_lines(report):
     lines = []
-    for dt in report["settings"]["dtypes"]:
+    for dt in [] if report["settings"].get("only_errors") else report["settings"]["dtypes"]:
         fwd = summarize(report, dt, "forward")
         line = f"conformance {dt} forward: {_fmt(fwd)}"
         if fwd["random_total"]:
@@ -835,6 +894,10 @@ def summary_lines(report):
         else:
             line += "; gradients: not run (--grad)"
         lines.append(line)
+    if report["settings"].get("errors"):
+        s = summarize(report, report["settings"]["dtypes"][0], "errors")
+        lines.append(f"conformance error inputs: {s['ops_pass']}/{s['ops_total']} ops raise as CPU does "
+                     f"(type and message), {s['samples_pass']}/{s['samples_total']} inputs")
     return lines
 
 
@@ -948,6 +1011,9 @@ def main(argv=None):
                    help="samples per op/dtype/mode (default %(default)s; 0 = all)")
     p.add_argument("--dtypes", default="float32", help="comma-separated (default float32)")
     p.add_argument("--grad", action="store_true", help="also compare input gradients")
+    p.add_argument("--errors", action="store_true",
+                   help="also run OpInfo's error inputs: the same exception type and message as CPU")
+    p.add_argument("--only-errors", action="store_true", help="run the error inputs alone")
     p.add_argument("--shard", help="K/N: run the K-th of N interleaved shards of the ops")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="JSON report path")
     p.add_argument("--update-expected", action="store_true",
@@ -982,22 +1048,25 @@ def main(argv=None):
     op_db = load_op_db()
     ops = op_index(op_db)
     names = select_ops(op_db, args)
-    modes = ["forward"] + (["grad"] if args.grad else [])
+    modes = [] if args.only_errors else ["forward"] + (["grad"] if args.grad else [])
     units = [(n, d, m) for n in names for d in dtypes for m in modes]
+    if args.errors or args.only_errors:  # error inputs take no dtype: once, under the first
+        units += [(n, dtypes[0], "errors") for n in names]
     if not args.quiet:
         print(f"conformance: {len(names)} ops x {dtypes} x {modes}, sample limit "
               f"{args.sample_limit or 'all'}, {args.jobs} job(s)", file=sys.stderr, flush=True)
     results = run_parallel(units, args)
 
     report = {
-        "settings": {"dtypes": dtypes, "grad": args.grad, "sample_limit": args.sample_limit,
-                     "ops": args.ops, "shard": args.shard, "device": args.device},
+        "settings": {"dtypes": dtypes, "grad": args.grad, "errors": args.errors or args.only_errors, "sample_limit": args.sample_limit,
+                     "ops": args.ops, "shard": args.shard, "device": args.device,
+                     "only_errors": args.only_errors},
         "ops": {},
     }
     for n in names:
         rec = {"random": is_random(ops[n])}
         for d in dtypes:
-            rec[d] = {m: results[(n, d, m)] for m in modes}
+            rec[d] = {m: results[(n, d, m)] for m in modes + ["errors"] if (n, d, m) in results}
         report["ops"][n] = rec
     lines = summary_lines(report)
     report["summary"] = lines

@@ -152,6 +152,33 @@ void hypot_check(const std::vector<c10::IValue>& args) {
                               c10::toString(at::result_type(args[0].toTensor(), args[1].toTensor())), "'");
 }
 
+// Found by OpInfo's error inputs (tools/conformance.py --errors).
+void uniform_check(const std::vector<c10::IValue>& args) {
+  // uniform_(self, from, to, generator)
+  if (args.size() < 3 || !args[1].isDouble() || !args[2].isDouble()) return;
+  double from = args[1].toDouble(), to = args[2].toDouble();
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+}
+
+void masked_scatter_check(const std::vector<c10::IValue>& args) {
+  if (args.size() < 2 || !args[1].isTensor()) return;
+  TORCH_CHECK(args[1].toTensor().scalar_type() == at::kBool,
+              "masked_scatter_ only supports boolean masks, but got mask with dtype ", args[1].toTensor().scalar_type());
+}
+
+void complex_parts_check(const std::vector<c10::IValue>& args) {
+  // complex/polar(real, imag): CPU's kernel takes two parts of one dtype
+  if (args.size() < 2 || !args[0].isTensor() || !args[1].isTensor()) return;
+  at::ScalarType a = args[0].toTensor().scalar_type(), b = args[1].toTensor().scalar_type();
+  TORCH_CHECK(a == b, "Expected object of scalar type ", a, " but got scalar type ", b, " for second argument");
+}
+
+void bucketize_check(const std::vector<c10::IValue>& args) {
+  if (args.size() < 2 || !args[1].isTensor()) return;
+  TORCH_CHECK(args[1].toTensor().dim() == 1, "boundaries tensor must be 1 dimension, but got dim(",
+              args[1].toTensor().dim(), ")");
+}
+
 }  // namespace
 
 CpuCheck cpu_kernel_check(const std::string& op) {
@@ -171,6 +198,10 @@ CpuCheck cpu_kernel_check(const std::string& op) {
       {"sign", sign_check},       {"sign_", sign_check},      {"trunc", trunc_check},
       {"trunc_", trunc_check},    {"nansum", nansum_check},   {"hypot", hypot_check},
       {"hypot_", hypot_check},
+      {"uniform", uniform_check}, {"uniform_", uniform_check},
+      {"masked_scatter", masked_scatter_check}, {"masked_scatter_", masked_scatter_check},
+      {"complex", complex_parts_check}, {"polar", complex_parts_check},
+      {"bucketize", bucketize_check},
   };
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;

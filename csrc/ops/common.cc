@@ -92,8 +92,8 @@ Value broadcast_convert(Builder& b, const Value& v, const TensorType& to) {
 int64_t wrap_dim(int64_t dim, int64_t rank) {
   int64_t r = rank == 0 ? 1 : rank;
   if (dim < -r || dim >= r)
-    throw std::runtime_error("Dimension out of range (expected to be in range of [" + std::to_string(-r) + ", " +
-                             std::to_string(r - 1) + "], but got " + std::to_string(dim) + ")");
+    throw IndexError("Dimension out of range (expected to be in range of [" + std::to_string(-r) + ", " +  // CPU's type
+                     std::to_string(r - 1) + "], but got " + std::to_string(dim) + ")");
   return dim < 0 ? dim + r : dim;
 }
 

@@ -148,10 +148,10 @@ std::vector<Value> logcumsumexp(LowerCtx& c) {
   const TensorType& out = c.out();
   ElemType acc = accumulate_type(out.elem);
   Value x = b.convert(c.t(0), acc);
+  int64_t rank = x.type.rank();
+  int64_t dim = wrap_dim(c.i(1), rank);  // CPU's IndexError first, empty and 0-d inputs included
   if (x.type.numel() == 0) return {b.constant(0, out.elem, out.dims)};
   if (x.type.rank() == 0) return {b.convert(x, out.elem)};
-  int64_t rank = x.type.rank();
-  int64_t dim = wrap_dim(c.i(1), rank);
   Pairs p = pairs(b, x, dim);
   // Shifted by the running maximum (of the real parts, for complex input):
   // log(sum_j<=i exp(x_j - m_i)) + m_i.

@@ -169,7 +169,9 @@ class Mismatch:
     #   not equal, and the same step on CPU's exact operands matches (fmod of an expm1 one ulp off);
     # - "flushed denormal": CPU computes the step with its denormal operands and results flushed
     #   to zero to the device's values. XLA:CPU runs with flush-to-zero and denormals-are-zero
-    #   (TPUs have no denormals), so rsqrt(9e-41) is inf there; PyTorch's CPU keeps denormals.
+    #   (TPUs have no denormals), so rsqrt(9e-41) is inf there; PyTorch's CPU keeps denormals;
+    # - "torch.compile refuses on CPU too": the compiled program fails in PyTorch's own tracing
+    #   (fake tensors), and torch.compile(backend="eager") of the same program on CPU fails alike.
     excused: str = ""
 
 
@@ -282,6 +284,15 @@ def run_compiled(prog: Program, device: str) -> Mismatch | None:
         with in_mode("compiled"):
             outs = torch.compile(whole, backend="tpu")(*(t.to(device) for t in prog.inputs))
     except Exception as e:  # noqa: BLE001
+        # PyTorch's own tracing may refuse what CPU's kernels run (a meta function stricter than the
+        # kernel: abs(complex, out=complex)); torch.compile on CPU then fails the same way.
+        torch._dynamo.reset()
+        try:
+            torch.compile(whole, backend="eager")(*(t.clone() for t in prog.inputs))
+        except Exception as cpu_e:  # noqa: BLE001
+            if type(cpu_e) is type(e):
+                return Mismatch(prog.seed, "compiled", ok[0] if ok else 0, "torch.compile refuses on CPU too",
+                                excused="torch.compile refuses on CPU too")
         return Mismatch(prog.seed, "compiled", ok[0] if ok else 0, f"compiled program raised {type(e).__name__}: "
                                                                    f"{str(e)[:300]}")
     low = [t.dtype in LOW for t in prog.inputs]
