@@ -90,3 +90,26 @@ def test_error_inputs_raise_like_cpu(case):
     assert pattern.split("\\")[0] in str(cpu_err).replace("\\", "")
     import re
     assert re.search(pattern, str(dev_err)), str(dev_err)
+
+
+@pytest.mark.parametrize("case", ["inplace_shifted", "cat_out_overlaps_input", "take_out_overlaps_input",
+                                  "kthvalue_out_overlaps_input"])
+def test_write_partly_overlapping_an_input_raises_like_cpu(case):
+    # CPU refuses a written tensor that shares some (not all) memory with an
+    # input: its kernel would read what it already wrote.
+    fns = {
+        "inplace_shifted": lambda t: t[1:].add_(t[:-1]),
+        "cat_out_overlaps_input": lambda t: torch.cat([t[:2], t[1:3]], out=t[:4]),
+        "take_out_overlaps_input": lambda t: torch.take(t, torch.tensor([0, 1], device=t.device), out=t[1:3]),
+        "kthvalue_out_overlaps_input": lambda t: torch.kthvalue(t, 2, out=(t[:1].squeeze(), torch.empty(
+            (), dtype=torch.long, device=t.device))),
+    }
+    cpu_err, dev_err = assert_same_error(lambda t: fns[case](t.clone()), make_tensor((6,)))
+    assert str(cpu_err).splitlines()[0] in str(dev_err)
+
+
+def test_full_overlap_where_cpu_allows_it():
+    x = make_tensor((6,))
+    check(lambda t: t.clone().mul_(t), x)
+    check(lambda t: (lambda c: torch.add(c, 1, out=c))(t.clone()), x)
+    check(lambda t: (lambda c: c.add_(c))(t.clone()), x)

@@ -3,6 +3,8 @@
 // PyTorch's meta functions; results delivered or written through views.
 #include "aten/table_kernel.h"
 
+#include <map>
+
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
@@ -20,10 +22,23 @@ namespace {
 // discarded. For error paths only: it allocates the real sizes.
 // `out_dtypes` (with `plan`), if given, replaces the dtypes of the out=
 // tensors' twins, in order.
+// `keep_aliasing`: tensors that share a storage get twins sharing one CPU
+// storage (same offsets and strides), so CPU's overlap checks see what ours
+// would write.
 void run_on_cpu_twins(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
-                      const OpPlan* plan = nullptr, const std::vector<at::ScalarType>* out_dtypes = nullptr) {
-  auto twin = [](const at::Tensor& t, std::optional<at::ScalarType> dtype = std::nullopt) {
+                      const OpPlan* plan = nullptr, const std::vector<at::ScalarType>* out_dtypes = nullptr,
+                      bool keep_aliasing = false) {
+  std::map<const c10::StorageImpl*, at::Tensor> shared;  // keep_aliasing: a byte base per storage
+  auto twin = [&](const at::Tensor& t, std::optional<at::ScalarType> dtype = std::nullopt) {
     if (!t.defined() || !t.is_privateuseone()) return t;
+    if (keep_aliasing && !dtype) {
+      const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
+      auto it = shared.find(key);
+      if (it == shared.end())
+        it = shared.emplace(key, at::zeros({static_cast<int64_t>(t.storage().nbytes())}, at::kByte)).first;
+      return at::empty({0}, t.options().device(at::kCPU))
+          .set_(it->second.storage(), t.storage_offset(), t.sizes(), t.strides());
+    }
     int64_t extent = static_cast<int64_t>(
         at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.dtype().itemsize(), t.storage_offset()) /
         t.dtype().itemsize());
@@ -693,14 +708,40 @@ void TableKernel::compute_in_result_dtype(const std::vector<c10::IValue>& args, 
 // others (index_put_), and meta functions do not check. So the op runs once
 // on zero-filled CPU twins with the same sizes and strides, and raises
 // where CPU raises. Only reached for such tensors, never on the hot path.
+//
+// The same for a written tensor that partly overlaps another argument
+// (`torch.cat([x[:2], x[1:]], out=x[:4])`, `x[1:].add_(x[:-1])`): CPU refuses
+// ("some elements of the input tensor and the written-to tensor refer to a
+// single memory location") where its kernel would read what it already
+// wrote. Twins sharing one CPU storage where the arguments share one let
+// CPU decide. An argument that is the written tensor itself (`x.mul_(x)`)
+// is a full overlap, which CPU's elementwise kernels allow: no twins then.
 void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
                                            const std::vector<c10::IValue>& args) const {
   bool overlapping = false;
-  for (size_t i = 0; i < args.size() && !overlapping; ++i) {
-    if (!plan_.args[i].is_mutated || !args[i].isTensor()) continue;
-    const at::Tensor& t = args[i].toTensor();
-    overlapping =
-        t.defined() && !t.is_non_overlapping_and_dense() && at::has_internal_overlap(t) == at::MemOverlap::Yes;
+  std::vector<at::Tensor> written, read;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto add = [&](const at::Tensor& t) {
+      if (!t.defined() || !t.is_privateuseone()) return;
+      (plan_.args[i].is_mutated ? written : read).push_back(t);
+    };
+    if (args[i].isTensor()) add(args[i].toTensor());
+    else if (args[i].isTensorList()) for (const at::Tensor& t : args[i].toTensorVector()) add(t);
+  }
+  for (const at::Tensor& t : written)
+    overlapping = overlapping ||
+                  (!t.is_non_overlapping_and_dense() && at::has_internal_overlap(t) == at::MemOverlap::Yes);
+  bool aliased = false;
+  for (const at::Tensor& w : written) {
+    for (const at::Tensor& r : read) {
+      if (!w.storage().is_alias_of(r.storage())) continue;
+      at::MemOverlapStatus st = at::get_overlap_status(w, r);
+      aliased = aliased || st == at::MemOverlapStatus::Partial || st == at::MemOverlapStatus::TooHard;
+    }
+  }
+  if (aliased) {
+    run_on_cpu_twins(op, args, nullptr, nullptr, /*keep_aliasing=*/true);
+    return;
   }
   if (!overlapping) return;
   run_on_cpu_twins(op, args);
