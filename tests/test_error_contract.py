@@ -113,3 +113,13 @@ def test_full_overlap_where_cpu_allows_it():
     check(lambda t: t.clone().mul_(t), x)
     check(lambda t: (lambda c: torch.add(c, 1, out=c))(t.clone()), x)
     check(lambda t: (lambda c: c.add_(c))(t.clone()), x)
+
+
+@pytest.mark.parametrize("fn", [torch.argmax, torch.argmin, lambda t: torch.argmax(t, 0)], ids=["argmax", "argmin",
+                                                                                                 "argmax_dim"])
+@pytest.mark.parametrize("shape", [(), (3,)], ids=["0d", "1d"])
+def test_arg_reductions_refuse_complex_like_cpu(fn, shape):
+    # found by the fuzzer (seed 100573): a 0-d complex input was accepted
+    z = torch.complex(make_tensor(shape), make_tensor(shape))
+    cpu_err, dev_err = assert_same_error(lambda t: fn(t).cpu(), z)
+    assert str(cpu_err).splitlines()[0] in str(dev_err)

@@ -28,6 +28,9 @@ void sub_check(const std::vector<c10::IValue>& args) {
 
 void arg_reduce_check(const char* name, const std::vector<c10::IValue>& args) {
   TORCH_CHECK(args.empty() || !is_bool_tensor(args[0]), name, "(): does not support bool input");
+  // complex has no order; the lowering refuses it too, but not a 0-d input (nothing to compare)
+  TORCH_CHECK(args.empty() || !args[0].isTensor() || !args[0].toTensor().is_complex(), name,
+              "(): does not support complex input");
 }
 
 bool is_integral_tensor(const c10::IValue& v, bool include_bool) {
