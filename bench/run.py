@@ -66,9 +66,33 @@ def in_mode(mode):
     return eager_mode(EAGER_MODES.get(mode, EagerMode.STRICT))
 
 
-def tpu_stat(fn, default=0):
-    """A torch.tpu statistic, or `default` in the native process."""
-    return fn() if SIDE == "tpu" else default
+class DeviceStats:
+    """torch.tpu's counters, read around each measured case."""
+
+    def compiles(self):
+        return torch.tpu.compile_stats()["compiles"]
+
+    def peak_bytes(self):
+        return torch.tpu.max_memory_allocated()
+
+    def reset_peak(self):
+        torch.tpu.reset_peak_memory_stats()
+
+
+class NoStats:
+    """The native process has no device counters: every one reads 0."""
+
+    def compiles(self):
+        return 0
+
+    def peak_bytes(self):
+        return 0
+
+    def reset_peak(self):
+        pass
+
+
+STATS = DeviceStats() if SIDE == "tpu" else NoStats()
 
 
 class Recorder:
@@ -80,20 +104,20 @@ class Recorder:
 
     def run(self, name, mode, device, fn, repeats, inner, note=""):
         print(f"  {name:<28} {mode:<7}", end="", flush=True)
-        tpu_stat(torch.tpu.reset_peak_memory_stats) if SIDE == "tpu" else None
-        before = tpu_stat(lambda: torch.tpu.compile_stats()["compiles"])
+        STATS.reset_peak()
+        before = STATS.compiles()
         try:
             med, lo, hi = measure(fn, device, repeats, inner)
             err = None
         except Exception as e:  # a case the backend cannot run yet is reported, not hidden
             med = lo = hi = None
             err = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-        compiles = tpu_stat(lambda: torch.tpu.compile_stats()["compiles"]) - before
+        compiles = STATS.compiles() - before
         rec = {
             "name": name, "mode": mode, "platform": "cpu-native" if mode == "cpu" else self.platform,
             "median_ms": med, "min_ms": lo, "max_ms": hi, "repeats": repeats, "inner": inner,
             "compiles": compiles if mode != "cpu" else 0,
-            "peak_device_bytes": tpu_stat(lambda: torch.tpu.max_memory_allocated()) if mode != "cpu" else 0,
+            "peak_device_bytes": STATS.peak_bytes() if mode != "cpu" else 0,
             "note": note, "error": err,
         }
         self.records.append(rec)
@@ -197,9 +221,8 @@ def prepare_training(r, name, make, mode, dev):
         # the whole step (forward, backward, optimizer) under torch.compile;
         # backward() is a graph break, so it runs as several graphs
         step = torch.compile(step, backend="tpu" if mode == "compiled" else "inductor")
-    before = tpu_stat(lambda: torch.tpu.compile_stats()["compiles"])
-    if SIDE == "tpu":
-        torch.tpu.reset_peak_memory_stats()
+    before = STATS.compiles()
+    STATS.reset_peak()
     first = {"name": name + " (first step)", "mode": mode, "platform": "cpu-native" if dev == "cpu" else r.platform,
              "repeats": 1, "inner": 1, "error": None,
              "note": "inductor compile" if mode == "inductor" else "cold: includes compiling every op"}
@@ -216,8 +239,8 @@ def prepare_training(r, name, make, mode, dev):
         first_ms = None
     if dev != "cpu" or mode == "inductor":
         first.update(median_ms=first_ms, min_ms=first_ms, max_ms=first_ms,
-                     compiles=tpu_stat(lambda: torch.tpu.compile_stats()["compiles"]) - before if dev != "cpu" else 0,
-                     peak_device_bytes=tpu_stat(lambda: torch.tpu.max_memory_allocated()) if dev != "cpu" else 0)
+                     compiles=STATS.compiles() - before if dev != "cpu" else 0,
+                     peak_device_bytes=STATS.peak_bytes() if dev != "cpu" else 0)
         r.records.append(first)
     if first["error"]:
         r.records.append(dict(first, name=name, median_ms=None, min_ms=None, max_ms=None))

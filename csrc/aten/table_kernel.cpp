@@ -567,21 +567,29 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
   return Emitted{results, outs, present, specs, logical};
 }
 
+// Meta results of the functional sibling of an out= overload for the call's
+// non-out arguments; false when there is none or its meta function refuses.
+bool TableKernel::functional_meta(const std::vector<c10::IValue>& args, std::vector<TensorType>& outs,
+                                  std::vector<bool>& present) {
+  if (!functional_) return false;
+  std::vector<c10::IValue> fargs;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!plan_.args[i].is_out) fargs.push_back(args[i]);
+  try {
+    outs = meta_outputs(*functional_, fargs, functional_plan_, present);
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
 // Result dtypes of the functional sibling of an out= overload; empty when
 // there is none or its meta function refuses the arguments.
 std::vector<at::ScalarType> TableKernel::functional_dtypes(const std::vector<c10::IValue>& args) {
   std::vector<at::ScalarType> dtypes;
-  if (!functional_) return dtypes;
-  std::vector<c10::IValue> fargs;
-  for (size_t i = 0; i < args.size(); ++i)
-    if (!plan_.args[i].is_out) fargs.push_back(args[i]);
   std::vector<bool> present;
   std::vector<TensorType> fouts;
-  try {
-    fouts = meta_outputs(*functional_, fargs, functional_plan_, present);
-  } catch (...) {
-    return dtypes;
-  }
+  if (!functional_meta(args, fouts, present)) return dtypes;
   for (const TensorType& t : fouts) dtypes.push_back(scalar_type_of(t.elem));
   return dtypes;
 }
@@ -589,21 +597,12 @@ std::vector<at::ScalarType> TableKernel::functional_dtypes(const std::vector<c10
 // Result types of an out= call from its functional sibling's meta function,
 // the out tensors' count and order; false when there is none or it refuses.
 bool TableKernel::out_from_functional(const std::vector<c10::IValue>& args, Signature& sig) {
-  if (!functional_) return false;
-  std::vector<c10::IValue> fargs;
   size_t n_out = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!plan_.args[i].is_out) fargs.push_back(args[i]);
-    else n_out += args[i].isTensor() ? 1 : 0;
-  }
+  for (size_t i = 0; i < args.size(); ++i)
+    if (plan_.args[i].is_out && args[i].isTensor()) ++n_out;
   std::vector<bool> present;
   std::vector<TensorType> fouts;
-  try {
-    fouts = meta_outputs(*functional_, fargs, functional_plan_, present);
-  } catch (...) {
-    return false;
-  }
-  if (fouts.size() != n_out || n_out == 0) return false;
+  if (n_out == 0 || !functional_meta(args, fouts, present) || fouts.size() != n_out) return false;
   sig.outs = std::move(fouts);
   sig.present = std::move(present);
   sig.layouts.clear();

@@ -64,6 +64,8 @@ class TableKernel final : public c10::OperatorKernel {
                torch::jit::Stack* stack, const std::vector<ResultLayout>& layouts) const;
 
   // out= and in-place result dtypes, checked the way CPU's TensorIterator does.
+  bool functional_meta(const std::vector<c10::IValue>& args, std::vector<TensorType>& outs,
+                       std::vector<bool>& present);
   std::vector<at::ScalarType> functional_dtypes(const std::vector<c10::IValue>& args);
   void check_inplace_cast(const std::vector<c10::IValue>& args);
   void check_out_casts(const std::vector<c10::IValue>& args);

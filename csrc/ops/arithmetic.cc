@@ -271,7 +271,7 @@ std::vector<Value> remainder(LowerCtx& c) {
 std::vector<Value> complex_from(LowerCtx& c, bool polar) {
   Builder& b = c.b;
   const TensorType& out = c.out();
-  TensorType pt{out.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, out.dims};
+  TensorType pt{part_type(out.elem), out.dims};
   Value x = broadcast_convert(b, c.t(0), pt), y = broadcast_convert(b, c.t(1), pt);
   if (polar) {
     Value r = x;
@@ -322,21 +322,9 @@ std::vector<Value> lcm(LowerCtx& c) {
   return finish(c, b.select(nz, b.convert(l, t), zero));
 }
 
-// hypot without overflow or underflow in the squares (CPU's std::hypot):
-// big * sqrt(1 + (small / big)^2); 0 when both are 0, inf when either is
-// inf (a NaN in the other operand included), NaN otherwise for a NaN.
+// hypot as CPU's std::hypot: no overflow or underflow in the squares.
 std::vector<Value> hypot(LowerCtx& c) {
-  Builder& b = c.b;
-  Value x = b.unary("abs", ew_in(c, 0, float_compute(c))), y = b.unary("abs", ew_in(c, 1, float_compute(c)));
-  Value big = b.max(x, y), small = b.min(x, y);
-  Value zero = k(b, 0, big), one = k(b, 1, big), inf = k(b, INFINITY, big);
-  Value nonzero = b.compare(Compare::NE, big, zero);
-  Value r = b.div(small, b.select(nonzero, big, one));
-  Value h = b.mul(big, b.unary("sqrt", b.add(one, b.mul(r, r))));
-  Value any_inf = b.binary("or", b.compare(Compare::EQ, x, inf), b.compare(Compare::EQ, y, inf));
-  Value nan = b.binary("or", b.compare(Compare::NE, x, x), b.compare(Compare::NE, y, y));
-  h = b.select(nan, b.add(x, y), h);  // max/min may drop a NaN on some plugins
-  return as_out(c, b.select(any_inf, inf, h));
+  return as_out(c, cabs_c99(c.b, ew_in(c, 0, float_compute(c)), ew_in(c, 1, float_compute(c))));
 }
 
 Value logaddexp_base(Builder& b, const Value& x, const Value& y, double ln_base) {

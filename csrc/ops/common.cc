@@ -140,7 +140,6 @@ bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>
   return true;
 }
 
-static ElemType complex_part(ElemType t) { return t == ElemType::C64 ? ElemType::F32 : ElemType::F64; }
 
 Value reinterpret_flat(Builder& b, const Value& flat, ElemType to) {
   ElemType from = flat.type.elem;
@@ -148,13 +147,13 @@ Value reinterpret_flat(Builder& b, const Value& flat, ElemType to) {
   int64_t n = flat.type.dims.at(0);
   // bitcast_convert does not take complex types: go through (real, imag) pairs
   if (shlo::is_complex(from)) {
-    TensorType part{complex_part(from), {n, 1}};
+    TensorType part{part_type(from), {n, 1}};
     Value re = b.reshape(b.op("real", {flat}, TensorType{part.elem, {n}}), part.dims);
     Value im = b.reshape(b.op("imag", {flat}, TensorType{part.elem, {n}}), part.dims);
     return reinterpret_flat(b, b.reshape(b.concatenate({re, im}, 1), {2 * n}), to);
   }
   if (shlo::is_complex(to)) {
-    ElemType pt = complex_part(to);
+    ElemType pt = part_type(to);
     Value parts = reinterpret_flat(b, flat, pt);
     int64_t m = parts.type.dims[0] / 2;
     Value pairs = b.reshape(parts, {m, 2});

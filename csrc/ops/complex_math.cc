@@ -18,20 +18,10 @@ namespace ttpu::ops::ew {
 
 namespace {
 
-struct Parts {
-  Value re, im;
-};
-
-Parts parts(Builder& b, const Value& z) {
-  TensorType pt{z.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, z.type.dims};
-  return {b.op("real", {z}, pt), b.op("imag", {z}, pt)};
-}
-
 Value make(Builder& b, const Value& re, const Value& im, const TensorType& like) {
   return b.op("complex", {re, im}, like);
 }
 
-Value isinf(Builder& b, const Value& x) { return b.compare(Compare::EQ, b.unary("abs", x), k(b, INFINITY, x)); }
 Value copysign(Builder& b, const Value& mag, const Value& sign) {
   return b.select(signbit(b, sign), neg(b, b.unary("abs", mag)), b.unary("abs", mag));
 }

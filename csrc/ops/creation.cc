@@ -39,7 +39,7 @@ std::vector<Value> linspace(LowerCtx& c) {
   int64_t n = c.out().numel();
   if (n == 0) return {b.constant(0, out, {0})};
   bool cplx = shlo::is_complex(out);
-  ElemType ct = cplx ? (out == ElemType::C64 ? ElemType::F32 : ElemType::F64) : range_compute(out);
+  ElemType ct = cplx ? part_type(out) : range_compute(out);
   if (shlo::is_integral(out)) ct = ElemType::F64;
   auto line = [&](Value start, Value end) {
     start = b.broadcast_in_dim(start, {n}, {});

@@ -4,6 +4,8 @@
 // family composes (sigmoid, erf, signbit, isnan).
 #pragma once
 
+#include <cmath>
+
 #include "ops/lowering.h"
 
 namespace ttpu::ops::ew {
@@ -38,6 +40,18 @@ inline Value where_lt(Builder& b, const Value& a, const Value& lim, const Value&
 inline Value neg(Builder& b, const Value& x) { return b.unary("negate", x); }
 
 inline Value isnan(Builder& b, const Value& x) { return b.compare(Compare::NE, x, x); }
+inline Value isinf(Builder& b, const Value& x) {
+  return b.compare(Compare::EQ, b.unary("abs", x), b.constant(INFINITY, x.type.elem, x.type.dims));
+}
+
+// The real and imaginary parts of a complex value.
+struct Parts {
+  Value re, im;
+};
+inline Parts parts(Builder& b, const Value& z) {
+  TensorType pt{shlo::part_type(z.type.elem), z.type.dims};
+  return {b.op("real", {z}, pt), b.op("imag", {z}, pt)};
+}
 
 using UnaryMath = Value (*)(Builder&, const Value&);
 
@@ -61,6 +75,9 @@ Value cexp_c99(Builder& b, const Value& z);
 Value cdiv_smith(Builder& b, const Value& x, const Value& y);
 Value clog_c99(Builder& b, const Value& z);
 Value csqrt_c99(Builder& b, const Value& z);
+// sqrt(x^2 + y^2) without overflow or underflow in the squares (C's hypot and
+// cabs): inf when either is infinite (over a NaN), NaN otherwise for a NaN.
+Value cabs_c99(Builder& b, const Value& x, const Value& y);
 
 Value cmul_naive(Builder& b, const Value& x, const Value& y);
 

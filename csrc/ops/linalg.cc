@@ -81,7 +81,7 @@ std::vector<Value> dot1d(LowerCtx& c) {
 std::vector<Value> vdot(LowerCtx& c) {
   Value a = c.t(0);
   if (shlo::is_complex(a.type.elem)) {
-    TensorType pt{a.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, a.type.dims};
+    TensorType pt{part_type(a.type.elem), a.type.dims};
     a = c.b.op("complex", {c.b.op("real", {a}, pt), c.b.unary("negate", c.b.op("imag", {a}, pt))}, a.type);
   }
   return {c.b.convert(dot(c, a, c.t(1), {}, {}, {0}, {0}), c.out().elem)};

@@ -310,7 +310,7 @@ std::vector<Value> vector_norm(LowerCtx& c) {
   ElemType acc = accumulate_type(c.out().elem);
   Value in = c.t(0);
   if (shlo::is_complex(in.type.elem))  // |z| before widening (converting to the real type keeps Re z)
-    in = b.op("abs", {in}, TensorType{in.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, in.type.dims});
+    in = b.op("abs", {in}, TensorType{part_type(in.type.elem), in.type.dims});
   Value x = b.unary("abs", b.convert(in, acc));
   auto dims = reduce_dims(c, 2, x.type.rank());
   double ord = c.has(1) ? c.args[1].scalar_value : 2.0;  // norm(p=None) is the 2-norm

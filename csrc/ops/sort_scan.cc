@@ -156,7 +156,7 @@ std::vector<Value> logcumsumexp(LowerCtx& c) {
   // Shifted by the running maximum (of the real parts, for complex input):
   // log(sum_j<=i exp(x_j - m_i)) + m_i.
   bool cplx = shlo::is_complex(acc);
-  ElemType part = !cplx ? acc : acc == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+  ElemType part = !cplx ? acc : part_type(acc);
   Value re = cplx ? b.op("real", {p.xj}, TensorType{part, p.grid}) : p.xj;
   Value masked = b.select(p.mask, re, b.constant(-INFINITY, part, p.grid));
   Value m = b.reduce(masked, b.constant(-INFINITY, part), {rank}, shlo::Reducer::Max);

@@ -42,7 +42,7 @@ std::vector<Value> rounding(LowerCtx& c, const char* op) {
 std::vector<Value> abs(LowerCtx& c) {
   Value x = c.t(0);
   if (shlo::is_complex(x.type.elem)) {
-    ElemType part = x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+    ElemType part = part_type(x.type.elem);
     return finish(c, c.b.op("abs", {x}, TensorType{part, x.type.dims}));
   }
   if (shlo::is_unsigned_int(c.out().elem)) return {in(c, 0, c.out().elem)};  // |x| of unsigned is x
@@ -69,7 +69,7 @@ std::vector<Value> angle(LowerCtx& c) {
   Value x = c.t(0);
   Builder& b = c.b;
   if (shlo::is_complex(x.type.elem)) {
-    TensorType pt{x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, x.type.dims};
+    TensorType pt{part_type(x.type.elem), x.type.dims};
     return finish(c, b.binary("atan2", b.op("imag", {x}, pt), b.op("real", {x}, pt)));
   }
   Value v = in(c, 0, accumulate_type(c.out().elem));
@@ -103,27 +103,16 @@ std::vector<Value> sign(LowerCtx& c) {
 
 // A complex value is NaN (or infinite) when either part is, and finite when
 // both parts are.
-std::pair<Value, Value> complex_parts(Builder& b, const Value& z) {
-  TensorType pt{z.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64, z.type.dims};
-  return {b.op("real", {z}, pt), b.op("imag", {z}, pt)};
-}
-
-Value is_nan(Builder& b, const Value& x) { return b.compare(Compare::NE, x, x); }
-
-Value is_inf(Builder& b, const Value& x) {
-  return b.compare(Compare::EQ, b.unary("abs", x), b.constant(INFINITY, x.type.elem, x.type.dims));
-}
-
 Value is_finite(Builder& b, const Value& x) { return b.op("is_finite", {x}, TensorType{ElemType::Pred, x.type.dims}); }
 
 std::vector<Value> isnan_op(LowerCtx& c) {
   Value x = c.t(0);
   if (shlo::is_complex(x.type.elem)) {
-    auto [re, im] = complex_parts(c.b, x);
-    return {c.b.binary("or", is_nan(c.b, re), is_nan(c.b, im))};
+    auto [re, im] = parts(c.b, x);
+    return {c.b.binary("or", isnan(c.b, re), isnan(c.b, im))};
   }
   if (!shlo::is_float(x.type.elem)) return {c.b.constant(0, ElemType::Pred, c.out().dims)};
-  return {is_nan(c.b, x)};
+  return {isnan(c.b, x)};
 }
 
 // isinf/isposinf/isneginf/isfinite: integers are always finite.
@@ -131,9 +120,9 @@ std::vector<Value> inf_test(LowerCtx& c, int sign, bool finite) {
   Value x = c.t(0);
   Builder& b = c.b;
   if (shlo::is_complex(x.type.elem)) {  // isposinf/isneginf refuse complex in the meta function
-    auto [re, im] = complex_parts(b, x);
+    auto [re, im] = parts(b, x);
     if (finite) return {b.binary("and", is_finite(b, re), is_finite(b, im))};
-    return {b.binary("or", is_inf(b, re), is_inf(b, im))};
+    return {b.binary("or", isinf(b, re), isinf(b, im))};
   }
   if (!shlo::is_float(x.type.elem)) return {b.constant(finite ? 1 : 0, ElemType::Pred, c.out().dims)};
   if (finite) return {is_finite(b, x)};
@@ -265,7 +254,7 @@ std::vector<Value> conj_physical(LowerCtx& c) {
   Builder& b = c.b;
   Value x = c.t(0);
   if (!shlo::is_complex(x.type.elem)) return {x};
-  ElemType part = x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+  ElemType part = part_type(x.type.elem);
   TensorType pt{part, x.type.dims};
   Value re = b.op("real", {x}, pt), im = b.op("imag", {x}, pt);
   return {b.op("complex", {re, b.unary("negate", im)}, x.type)};
@@ -277,7 +266,7 @@ std::vector<Value> nan_to_num(LowerCtx& c) {
   ElemType t = c.out().elem;
   Value x = ew_in(c, 0, t);
   if (shlo::is_complex(t)) {  // each part on its own, as CPU's kernel does
-    TensorType pt{t == ElemType::C64 ? ElemType::F32 : ElemType::F64, x.type.dims};
+    TensorType pt{part_type(t), x.type.dims};
     auto fix = [&](Value part) {
       double big = pt.elem == ElemType::F32 ? 3.4028234663852886e38 : 1.7976931348623157e308;
       Value r = b.select(isnan(b, part), k(b, c.has(1) ? c.d(1) : 0.0, part), part);

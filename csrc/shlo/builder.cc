@@ -225,7 +225,7 @@ Value Builder::convert(const Value& x, ElemType to) {
     // PyTorch casts complex to real by dropping the imaginary part (and to
     // bool by "!= 0", handled below on the complex value).
     if (to != ElemType::Pred) {
-      ElemType part = x.type.elem == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+      ElemType part = part_type(x.type.elem);
       return convert(op("real", {x}, TensorType{part, x.type.dims}), to);
     }
   }
@@ -351,7 +351,7 @@ Value Builder::constant(double v, ElemType t, const std::vector<int64_t>& dims) 
   }
   if (t == ElemType::Pred) return constant_int(v != 0, t, dims);
   if (is_complex(t)) {  // (real, 0): built from a real constant and a zero imaginary part
-    ElemType part = t == ElemType::C64 ? ElemType::F32 : ElemType::F64;
+    ElemType part = part_type(t);
     Value re = constant(v, part, dims), im = constant(0.0, part, dims);
     return op("complex", {re, im}, TensorType{t, dims});
   }

@@ -23,6 +23,8 @@ int byte_size(ElemType t);           // storage bytes of one element
 bool is_float(ElemType t);           // floating point (not complex)
 bool is_float8(ElemType t);          // one of the 8-bit float formats
 bool is_complex(ElemType t);
+// The element type of one part (real or imaginary) of a complex type.
+inline ElemType part_type(ElemType t) { return t == ElemType::C64 ? ElemType::F32 : ElemType::F64; }
 bool is_signed_int(ElemType t);
 bool is_unsigned_int(ElemType t);   // bool excluded
 inline bool is_integral(ElemType t) { return is_signed_int(t) || is_unsigned_int(t); }
