@@ -43,7 +43,8 @@ void fill_value_check(const std::vector<c10::IValue>& args, size_t value_arg) {
   if (args.size() <= value_arg || !args[0].isTensor() || !args[value_arg].isScalar()) return;
   at::Scalar v = args[value_arg].toScalar();
   AT_DISPATCH_V2(args[0].toTensor().scalar_type(), "fill_", AT_WRAP([&] { (void)v.to<scalar_t>(); }),
-                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool, at::kComplexHalf,
+                 AT_EXPAND(AT_FLOAT8_TYPES));
 }
 
 void pow_check(const std::vector<c10::IValue>& args) {
@@ -133,7 +134,14 @@ void cumsum_check(const std::vector<c10::IValue>& args) { scan_bool_check("cumsu
 void cumsum_inplace_check(const std::vector<c10::IValue>& args) { scan_bool_check("cumsum_out_cpu", args, true); }
 void cumprod_check(const std::vector<c10::IValue>& args) { scan_bool_check("cumprod_out_cpu", args, false); }
 void cumprod_inplace_check(const std::vector<c10::IValue>& args) { scan_bool_check("cumprod_out_cpu", args, true); }
-void masked_fill_check(const std::vector<c10::IValue>& args) { fill_value_check(args, 2); }
+// CPU's masked_fill kernel has no float8 instantiation.
+void masked_fill_check(const std::vector<c10::IValue>& args) {
+  if (!args.empty() && args[0].isTensor()) {
+    at::ScalarType t = args[0].toTensor().scalar_type();
+    TORCH_CHECK_NOT_IMPLEMENTED(!at::isFloat8Type(t), "\"masked_fill\" not implemented for '", c10::toString(t), "'");
+  }
+  fill_value_check(args, 2);
+}
 
 // Ops CPU refuses for complex inputs (found by tests/fuzz), in CPU's words.
 bool is_complex_tensor(const c10::IValue& v) { return v.isTensor() && v.toTensor().is_complex(); }

@@ -44,7 +44,9 @@ ArgInfo classify(const c10::Argument& a) {
   }
   info.is_mutated = a.alias_info() && a.alias_info()->isWrite();
   info.is_out = info.is_mutated && a.kwarg_only();
-  info.is_index = a.name() == "index" || a.name() == "indices";
+  // where's condition and masked_fill's mask select, they do not promote
+  // (a float8 where has no Bool/Float8 promotion to refuse)
+  info.is_index = a.name() == "index" || a.name() == "indices" || a.name() == "condition" || a.name() == "mask";
   return info;
 }
 
@@ -430,8 +432,8 @@ std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRe
   return outs;
 }
 
-// Index operands do not take part in promotion (index_select on a float8
-// tensor has no float8/int64 promotion to refuse, as on CPU).
+// Index and selector operands do not take part in promotion (index_select
+// on a float8 tensor has no float8/int64 promotion to refuse, as on CPU).
 ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan) {
   at::native::ResultTypeState state;
   bool any = false;

@@ -20,7 +20,7 @@ struct ArgInfo {
   bool optional_entries = false;  // Tensor?[]: entries may be None, index tensors may live on the host
   bool is_out = false;            // kwarg-only written tensor (out=)
   bool is_mutated = false;        // written tensor (self of an in-place op, or out)
-  bool is_index = false;          // positions (index, indices): no part of value type promotion
+  bool is_index = false;          // positions and selectors (index, indices, condition, mask): no part of value type promotion
 };
 
 enum class Variant { Functional, Inplace, Out };

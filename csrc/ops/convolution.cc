@@ -138,7 +138,7 @@ Value conv_input_grad(LowerCtx& c, const Value& g, const Value& w, const std::ve
   std::vector<int64_t> k(w.type.dims.begin() + 2, w.type.dims.end());
   std::vector<int64_t> ones(spatial, 1), rev;
   for (int i = 0; i < spatial; ++i) rev.push_back(2 + i);
-  Value wr = b.op("reverse", {w}, w.type, "dimensions = " + shlo::int_array(rev));
+  Value wr = b.reverse(w, rev);
   std::vector<int64_t> grouped{G, O / G, Ig};
   grouped.insert(grouped.end(), k.begin(), k.end());
   std::vector<int64_t> perm{0, 2, 1};

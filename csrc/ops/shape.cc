@@ -122,7 +122,7 @@ void append_shape(std::vector<Lowering>& t) {
                  Value x = c.t(0);
                  auto dims = wrap_dims(c.ints(1), x.type.rank());
                  if (c.ints(1).empty() || x.type.rank() == 0) return {x};
-                 return {c.b.op("reverse", {x}, x.type, "dimensions = " + shlo::int_array(dims))};
+                 return {c.b.reverse(x, dims)};
                },
                {"flip+"}});
   t.push_back({"tril", [](LowerCtx& c) { return triangle(c, true); }, {"tril+"}});

@@ -214,8 +214,29 @@ Value Builder::compare(Compare dir, const Value& a, const Value& b) {
   return op("compare", {a, b}, r, attrs);
 }
 
+// XLA:CPU moves some 16- and 8-bit floats through f32 (a concatenate, select
+// or scatter of bf16 is widened and rounded back), which rewrites NaN payloads
+// and signs: bf16 0x7f81 comes back as 0x7fc0, f8e5m2 0xfd as 0x7f. CPU's
+// copies, cat, where and index ops keep every bit, so the builder moves such
+// values as unsigned integers of the same width; a bitcast costs nothing.
+bool Builder::moves_as_bits(ElemType t) { return is_float(t) && byte_size(t) <= 2; }
+
+Value Builder::to_bits(const Value& x) {
+  return bitcast(x, TensorType{byte_size(x.type.elem) == 2 ? ElemType::U16 : ElemType::U8, x.type.dims});
+}
+
+Value Builder::from_bits(const Value& x, ElemType t) { return bitcast(x, TensorType{t, x.type.dims}); }
+
 Value Builder::select(const Value& pred, const Value& on_true, const Value& on_false) {
+  if (moves_as_bits(on_true.type.elem))
+    return from_bits(select(pred, to_bits(on_true), to_bits(on_false)), on_true.type.elem);
   return op("select", {pred, on_true, on_false}, on_true.type);
+}
+
+Value Builder::reverse(const Value& x, const std::vector<int64_t>& dims) {
+  if (dims.empty()) return x;
+  if (moves_as_bits(x.type.elem)) return from_bits(reverse(to_bits(x), dims), x.type.elem);
+  return op("reverse", {x}, x.type, "dimensions = " + int_array(dims));
 }
 
 Value Builder::convert(const Value& x, ElemType to) {
@@ -234,7 +255,7 @@ Value Builder::convert(const Value& x, ElemType to) {
     Value zero = constant(0, x.type.elem, x.type.dims);
     return compare(Compare::NE, x, zero);
   }
-  if (to == ElemType::F8E4M3FN && is_float(x.type.elem)) {
+  if (to == ElemType::F8E4M3FN && (is_float(x.type.elem) || is_integral(x.type.elem))) {
     // e4m3fn has no infinity: like PyTorch, out-of-range values (and +-inf)
     // saturate to +-448 rather than becoming NaN; NaN stays NaN.
     Value f = convert(x, ElemType::F32);
@@ -242,7 +263,7 @@ Value Builder::convert(const Value& x, ElemType to) {
     Value clamped = op("clamp", {op("negate", {lim}, lim.type), f, lim}, f.type);
     return op("convert", {clamped}, r);
   }
-  if (to == ElemType::F8E8M0FNU && is_float(x.type.elem)) {
+  if (to == ElemType::F8E8M0FNU && (is_float(x.type.elem) || is_integral(x.type.elem) || x.type.elem == ElemType::Pred)) {
     // e8m0 holds only a power of two's exponent (no sign, no zero): like
     // PyTorch, the sign is dropped and zero becomes the smallest value,
     // 2^-127 (byte 0); XLA's convert would give NaN for both.
@@ -419,6 +440,7 @@ Value Builder::transpose(const Value& x, const std::vector<int64_t>& perm) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == (int64_t)i;
   if (identity) return x;
+  if (moves_as_bits(x.type.elem)) return from_bits(transpose(to_bits(x), perm), x.type.elem);
   std::vector<int64_t> dims;
   for (auto p : perm) dims.push_back(x.type.dims[p]);
   return op("transpose", {x}, TensorType{x.type.elem, dims}, "permutation = " + int_array(perm));
@@ -433,6 +455,7 @@ Value Builder::slice(const Value& x, const std::vector<int64_t>& start,
     identity = identity && start[i] == 0 && limit[i] == x.type.dims[i] && stride[i] == 1;
   }
   if (identity) return x;
+  if (moves_as_bits(x.type.elem)) return from_bits(slice(to_bits(x), start, limit, stride), x.type.elem);
   return op("slice", {x}, TensorType{x.type.elem, dims},
             "start_indices = " + int_array(start) + ", limit_indices = " + int_array(limit) +
                 ", strides = " + int_array(stride));
@@ -440,6 +463,11 @@ Value Builder::slice(const Value& x, const std::vector<int64_t>& start,
 
 Value Builder::concatenate(const std::vector<Value>& xs, int64_t dim) {
   if (xs.size() == 1) return xs[0];
+  if (moves_as_bits(xs[0].type.elem)) {
+    std::vector<Value> bits;
+    for (const Value& x : xs) bits.push_back(to_bits(x));
+    return from_bits(concatenate(bits, dim), xs[0].type.elem);
+  }
   TensorType r = xs[0].type;
   r.dims[dim] = 0;
   for (auto& x : xs) r.dims[dim] += x.type.dims[dim];
@@ -448,6 +476,7 @@ Value Builder::concatenate(const std::vector<Value>& xs, int64_t dim) {
 
 Value Builder::pad(const Value& x, const Value& pad_value, const std::vector<int64_t>& lo,
                    const std::vector<int64_t>& hi, const std::vector<int64_t>& interior_in) {
+  if (moves_as_bits(x.type.elem)) return from_bits(pad(to_bits(x), to_bits(pad_value), lo, hi, interior_in), x.type.elem);
   std::vector<int64_t> interior = interior_in.empty() ? std::vector<int64_t>(lo.size(), 0) : interior_in;
   TensorType r = x.type;
   for (size_t i = 0; i < lo.size(); ++i)
@@ -459,18 +488,21 @@ Value Builder::pad(const Value& x, const Value& pad_value, const std::vector<int
 
 Value Builder::dynamic_update_slice(const Value& base, const Value& update,
                                     const std::vector<int64_t>& start) {
-  std::vector<Value> operands{base, update};
-  for (auto s : start) operands.push_back(constant_int(s, ElemType::S64));
-  return op("dynamic_update_slice", operands, base.type);
+  std::vector<Value> at;
+  for (auto s : start) at.push_back(constant_int(s, ElemType::S64));
+  return dynamic_update_slice(base, update, at);
 }
 
 Value Builder::dynamic_update_slice(const Value& base, const Value& update, const std::vector<Value>& start) {
+  if (moves_as_bits(base.type.elem))
+    return from_bits(dynamic_update_slice(to_bits(base), to_bits(update), start), base.type.elem);
   std::vector<Value> operands{base, update};
   operands.insert(operands.end(), start.begin(), start.end());
   return op("dynamic_update_slice", operands, base.type);
 }
 
 Value Builder::dynamic_slice(const Value& x, const std::vector<Value>& start, const std::vector<int64_t>& sizes) {
+  if (moves_as_bits(x.type.elem)) return from_bits(dynamic_slice(to_bits(x), start, sizes), x.type.elem);
   std::vector<Value> operands{x};
   operands.insert(operands.end(), start.begin(), start.end());
   return op("dynamic_slice", operands, TensorType{x.type.elem, sizes}, "slice_sizes = " + int_array(sizes));
@@ -640,6 +672,7 @@ Value Builder::dot_general(const Value& a, const Value& b, const std::vector<int
 }
 
 Value Builder::gather_flat(const Value& flat, const Value& indices) {
+  if (moves_as_bits(flat.type.elem)) return from_bits(gather_flat(to_bits(flat), indices), flat.type.elem);
   TensorType r{flat.type.elem, indices.type.dims};
   std::string dn = "dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], "
                    "index_vector_dim = " + std::to_string(indices.type.rank()) +
@@ -648,6 +681,8 @@ Value Builder::gather_flat(const Value& flat, const Value& indices) {
 }
 
 Value Builder::scatter_flat(const Value& flat, const Value& indices, const Value& updates) {
+  if (moves_as_bits(flat.type.elem))
+    return from_bits(scatter_flat(to_bits(flat), indices, to_bits(updates)), flat.type.elem);
   std::string dn = "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
                    "scatter_dims_to_operand_dims = [0], index_vector_dim = " +
                    std::to_string(indices.type.rank()) + ">, indices_are_sorted = false, unique_indices = false";
@@ -657,6 +692,10 @@ Value Builder::scatter_flat(const Value& flat, const Value& indices, const Value
 
 Value Builder::gather(const Value& operand, const Value& indices, const TensorType& result,
                       const std::string& dimension_numbers, const std::vector<int64_t>& slice_sizes) {
+  if (moves_as_bits(operand.type.elem))
+    return from_bits(gather(to_bits(operand), indices, TensorType{to_bits(operand).type.elem, result.dims},
+                            dimension_numbers, slice_sizes),
+                     operand.type.elem);
   return op("gather", {operand, indices}, result,
             "dimension_numbers = #stablehlo.gather<" + dimension_numbers +
                 ">, slice_sizes = " + int_array(slice_sizes) + ", indices_are_sorted = false");
@@ -664,6 +703,9 @@ Value Builder::gather(const Value& operand, const Value& indices, const TensorTy
 
 Value Builder::scatter(const Value& operand, const Value& indices, const Value& updates,
                        const std::string& dimension_numbers, Reducer* combine) {
+  if (!combine && moves_as_bits(operand.type.elem))
+    return from_bits(scatter(to_bits(operand), indices, to_bits(updates), dimension_numbers, nullptr),
+                     operand.type.elem);
   return op_multi("scatter", {operand, indices, updates}, {operand.type},
                   "scatter_dimension_numbers = #stablehlo.scatter<" + dimension_numbers +
                       ">, indices_are_sorted = false, unique_indices = false",

@@ -82,6 +82,8 @@ class Builder {
   Value min(const Value& a, const Value& b);
   Value compare(Compare dir, const Value& a, const Value& b);
   Value select(const Value& pred, const Value& on_true, const Value& on_false);
+  // The reverse of dims (flip).
+  Value reverse(const Value& x, const std::vector<int64_t>& dims);
   Value convert(const Value& x, ElemType to);  // no-op when already `to`
   Value bitcast(const Value& x, const TensorType& to);
   Value clamp(const Value& lo, const Value& x, const Value& hi);
@@ -148,6 +150,10 @@ class Builder {
   }
 
  private:
+  // Data movement of a 16- or 8-bit float as its bit pattern (see builder.cc).
+  static bool moves_as_bits(ElemType t);
+  Value to_bits(const Value& x);
+  Value from_bits(const Value& x, ElemType t);
   std::string region_binary(const char* opname, ElemType t);  // ^bb with one binary op
   std::vector<TensorType> args_;
   std::string body_;
