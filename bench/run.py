@@ -373,8 +373,35 @@ def chart(records, path):
     fig.savefig(path, dpi=110)
 
 
+def case_mixed(r: Recorder):
+    """#19 section 3: a process that also runs CPU PyTorch work. The MLP step on
+    'tpu' alone, the CPU work alone (three 256x256 matmul + softmax, which run
+    on PyTorch's OpenMP threads) and both in one loop; `mixed_ratio` is the
+    loop's time over the sum of the two alone (1.0: they do not slow each
+    other; the goal is <= 1.2 with no environment variable set)."""
+    if SIDE != "tpu":
+        return
+    reps, inner = (5, 10) if r.quick else (9, 20)
+    cpu_a = torch.randn(256, 256)
+
+    def cpu_work():
+        for _ in range(3):
+            torch.softmax(cpu_a @ cpu_a, -1).sum()
+    for mode, dev in targets(["strict", "defer"]):
+        torch.manual_seed(0)
+        step, _ = models.mlp_step(dev)
+        with in_mode(mode):
+            step()
+            alone = r.run("mixed: MLP step alone", mode, dev, step, reps, inner)
+            cpu = r.run("mixed: CPU work alone", mode, "cpu", cpu_work, reps, inner)
+            both = r.run("mixed: MLP step + CPU work", mode, dev, lambda: (step(), cpu_work()), reps, inner)
+        if alone["median_ms"] and cpu["median_ms"] and both["median_ms"]:
+            both["mixed_ratio"] = both["median_ms"] / (alone["median_ms"] + cpu["median_ms"])
+            print(f"  mixed ratio ({mode}): {both['mixed_ratio']:.2f} of the two alone", flush=True)
+
+
 GROUPS = {"dispatch": case_dispatch, "compile": case_compile, "training": case_training,
-          "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start}
+          "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start, "mixed": case_mixed}
 
 
 def run_native(args, when):
