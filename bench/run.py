@@ -400,8 +400,55 @@ def case_mixed(r: Recorder):
             print(f"  mixed ratio ({mode}): {both['mixed_ratio']:.2f} of the two alone", flush=True)
 
 
+def case_lowp(r: Recorder):
+    """#18: block-scaled matmuls (MXFP4, NVFP4: 4-bit operands and their
+    scales, dequantised and multiplied in one call) and a float8 per-tensor
+    _scaled_mm beside a bf16 matmul of the same size. Native CPU has no kernel
+    for block scales: its time for those is the dequantise-then-matmul a CPU
+    user would write (decode, scale, f32 matmul)."""
+    from torch.nn.functional import ScalingType, SwizzleType, scaled_mm
+    n = 512 if r.quick else 1024
+    reps, inner = (5, 3) if r.quick else (7, 5)
+    g = torch.Generator().manual_seed(0)
+    a_bytes = torch.randint(0, 256, (n, n // 2), dtype=torch.uint8, generator=g)
+    b_bytes = torch.randint(0, 256, (n, n // 2), dtype=torch.uint8, generator=g)
+    e8 = torch.randint(120, 134, (n, n // 32), dtype=torch.uint8, generator=g)
+    e4m3 = (torch.rand(n, n // 16, generator=g) + 0.5).to(torch.float8_e4m3fn)
+    lut = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6])
+    x16, w16 = torch.randn(n, n, generator=g).bfloat16(), torch.randn(n, n, generator=g).bfloat16()
+    f8a, f8b = torch.randn(n, n, generator=g).to(torch.float8_e4m3fn), torch.randn(n, n, generator=g).to(torch.float8_e4m3fn)
+    one = torch.tensor(1.0)
+
+    def dequant(packed, scales, block):  # CPU: what a user writes without a kernel
+        v = lut[torch.stack([packed & 15, packed >> 4], -1).reshape(packed.shape[0], -1).long()]
+        s = torch.exp2(scales.float() - 127) if scales.dtype == torch.uint8 else scales.float()
+        return v * s.repeat_interleave(block, 1)
+    for mode, dev in targets(["strict"]):
+        if dev == "cpu":
+            cases = {
+                "MXFP4 scaled_mm": lambda: dequant(a_bytes, e8, 32) @ dequant(b_bytes, e8, 32).t(),
+                "NVFP4 scaled_mm": lambda: dequant(a_bytes, e4m3, 16) @ dequant(b_bytes, e4m3, 16).t(),
+            }
+        else:
+            A, B = a_bytes.view(torch.float4_e2m1fn_x2).to(dev), b_bytes.view(torch.float4_e2m1fn_x2).to(dev).t()
+            S8, S4 = e8.view(torch.float8_e8m0fnu).to(dev), e4m3.to(dev)
+            no = SwizzleType.NO_SWIZZLE
+            cases = {
+                "MXFP4 scaled_mm": lambda: scaled_mm(A, B, S8, ScalingType.BlockWise1x32, S8, ScalingType.BlockWise1x32,
+                                                     swizzle_a=no, swizzle_b=no, output_dtype=torch.float32),
+                "NVFP4 scaled_mm": lambda: scaled_mm(A, B, S4, ScalingType.BlockWise1x16, S4, ScalingType.BlockWise1x16,
+                                                     swizzle_a=no, swizzle_b=no, output_dtype=torch.float32),
+            }
+        xa, wa, fa, fb, o = (t.to(dev) for t in (x16, w16, f8a, f8b, one))
+        cases["bf16 matmul"] = lambda: xa @ wa.t()
+        cases["float8 _scaled_mm"] = lambda: torch._scaled_mm(fa, fb.t(), o, o, out_dtype=torch.bfloat16)
+        for name, fn in cases.items():
+            r.run(f"{name} {n}^3", mode, dev, fn, reps, inner)
+
+
 GROUPS = {"dispatch": case_dispatch, "compile": case_compile, "training": case_training,
-          "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start, "mixed": case_mixed}
+          "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start, "mixed": case_mixed,
+          "lowp": case_lowp}
 
 
 def run_native(args, when):

@@ -215,3 +215,117 @@ def test_float8_fill_where_conversions_match_cpu(dt):
             assert "overflow" in str(e)
             continue
         assert torch.equal(as_bits(torch.zeros(3, dtype=dt, device=DEV).fill_(v).cpu()), as_bits(ref)), (dt, v)
+
+
+# --- MXFP8 / MXFP4 / NVFP4 through torch.nn.functional.scaled_mm -------------
+# PyTorch's CPU kernel refuses block scales (its own kernels are CUDA's), so
+# the oracle is CPU dequantisation by the formats' definitions: e2m1 codes
+# decoded by PyTorch's testing helper, element 2i in a byte's low nibble
+# (its pack_uint4), e8m0 scales 2^(byte - 127), cuBLAS's swizzled scale
+# layout by its to_blocked; then an f32 matmul on CPU.
+
+from torch.nn.functional import ScalingType, SwizzleType, scaled_mm  # noqa: E402
+from torch.testing._internal.common_quantized import (  # noqa: E402
+    _floatx_unpacked_to_f32, to_blocked, to_mxfp)
+
+
+def fp4_bytes(rows, k, g):
+    return torch.randint(0, 256, (rows, k // 2), dtype=torch.uint8, generator=g)
+
+
+def fp4_values(packed):
+    """[R, K/2] bytes -> [R, K] f32."""
+    codes = torch.stack([packed & 15, packed >> 4], -1).reshape(packed.shape[0], -1)
+    return _floatx_unpacked_to_f32(codes, 2, 1)
+
+
+def block_scale_values(s, block):
+    vals = torch.exp2(s.view(torch.uint8).float() - 127) if s.dtype == torch.float8_e8m0fnu else s.float()
+    return vals.repeat_interleave(block, 1)
+
+
+def swizzled(s, sw):
+    return to_blocked(s) if sw == SwizzleType.SWIZZLE_32_4_4 else s
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8", "nvfp4"])
+@pytest.mark.parametrize("sw", [SwizzleType.NO_SWIZZLE, SwizzleType.SWIZZLE_32_4_4], ids=["rowmajor", "swizzled"])
+@pytest.mark.parametrize("mkn", [(128, 128, 64), (40, 64, 24)], ids=["aligned", "padded"])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_block_scaled_mm_matches_cpu_dequantisation(fmt, sw, mkn, out_dtype):
+    m, k, n = mkn
+    g = torch.Generator().manual_seed(hash((fmt, m)) % 1000)
+    block = 16 if fmt == "nvfp4" else 32
+    if fmt == "mxfp8":
+        a = (torch.randn(m, k, generator=g) * 4).to(torch.float8_e4m3fn)
+        b = (torch.randn(n, k, generator=g) * 4).to(torch.float8_e4m3fn)
+        av, bv = a.float(), b.float()
+    else:
+        a_bytes, b_bytes = fp4_bytes(m, k, g), fp4_bytes(n, k, g)
+        a, b = a_bytes.view(torch.float4_e2m1fn_x2), b_bytes.view(torch.float4_e2m1fn_x2)
+        av, bv = fp4_values(a_bytes), fp4_values(b_bytes)
+    if fmt == "nvfp4":  # e4m3 block scales and one f32 scale per operand
+        sa = (torch.rand(m, k // block, generator=g) * 4 + 0.25).to(torch.float8_e4m3fn)
+        sb = (torch.rand(n, k // block, generator=g) * 4 + 0.25).to(torch.float8_e4m3fn)
+        ga, gb = torch.tensor(0.75), torch.tensor(1.5)
+        scales_a, recipes = [swizzled(sa, sw), ga], [ScalingType.BlockWise1x16, ScalingType.TensorWise]
+        scales_b = [swizzled(sb, sw), gb]
+        swz = [sw, SwizzleType.NO_SWIZZLE]
+        glob = 0.75 * 1.5
+    else:
+        sa = torch.randint(118, 136, (m, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
+        sb = torch.randint(118, 136, (n, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
+        scales_a, scales_b, recipes, swz, glob = swizzled(sa, sw), swizzled(sb, sw), ScalingType.BlockWise1x32, sw, 1.0
+    bias = torch.randn(n, generator=g).to(out_dtype)
+    ref = ((av * block_scale_values(sa, block)) @ (bv * block_scale_values(sb, block)).t()) * glob + bias.float()
+
+    def dev(x):
+        return [t.to(DEV) for t in x] if isinstance(x, list) else x.to(DEV)
+    got = scaled_mm(dev(a), dev(b).t(), dev(scales_a), recipes, dev(scales_b), recipes, swizzle_a=swz,
+                    swizzle_b=swz, bias=dev(bias), output_dtype=out_dtype).cpu()
+    assert got.dtype == out_dtype and got.shape == (m, n)
+    if out_dtype == torch.float32:
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-4)
+    else:  # one rounding of the f32 result to bf16
+        torch.testing.assert_close(got, ref.to(torch.bfloat16), rtol=1e-2, atol=1e-2)
+
+
+def test_mxfp4_quantised_weights_approximate_the_matmul():
+    """A real MXFP4 checkpoint's path: weights quantised on CPU by PyTorch's
+    reference quantiser (to_mxfp), multiplied on 'tpu' in one call."""
+    g = torch.Generator().manual_seed(3)
+    x, w = torch.randn(64, 128, generator=g), torch.randn(96, 128, generator=g)
+    sx, qx = to_mxfp(x, 32, "mxfp4")
+    sw, qw = to_mxfp(w, 32, "mxfp4")
+    out = scaled_mm(qx.to(DEV), qw.to(DEV).t(), sx.to(DEV), ScalingType.BlockWise1x32, sw.to(DEV),
+                    ScalingType.BlockWise1x32, swizzle_a=SwizzleType.NO_SWIZZLE, swizzle_b=SwizzleType.NO_SWIZZLE,
+                    output_dtype=torch.float32).cpu()
+    ref = (fp4_values(qx.view(torch.uint8)) * block_scale_values(sx, 32)) @ \
+        (fp4_values(qw.view(torch.uint8)) * block_scale_values(sw, 32)).t()
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-4)
+    rel = (out - x @ w.t()).norm() / (x @ w.t()).norm()
+    assert rel < 0.25, rel  # 4-bit weights and activations: a coarse but real approximation
+
+
+def test_block_scaled_mm_refusals_name_the_problem():
+    a = torch.zeros(128, 32, dtype=torch.uint8).view(torch.float4_e2m1fn_x2).to(DEV)
+    s = torch.full((128, 2), 127, dtype=torch.uint8).view(torch.float8_e8m0fnu).to(DEV)
+    with pytest.raises(ValueError, match="SWIZZLE_32_4_4 block scales need 128 x 4"):
+        scaled_mm(a, a.t(), s, ScalingType.BlockWise1x32, s, ScalingType.BlockWise1x32,
+                  swizzle_a=SwizzleType.SWIZZLE_32_4_4, swizzle_b=SwizzleType.SWIZZLE_32_4_4).cpu()
+    with pytest.raises(NotImplementedError, match="BlockWise128x128"):
+        scaled_mm(a, a.t(), s, ScalingType.BlockWise128x128, s, ScalingType.BlockWise128x128,
+                  swizzle_a=SwizzleType.NO_SWIZZLE, swizzle_b=SwizzleType.NO_SWIZZLE).cpu()
+
+
+def test_block_scaled_mm_under_torch_compile():
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(0, 256, (128, 32), dtype=torch.uint8, generator=g).view(torch.float4_e2m1fn_x2).to(DEV)
+    s = torch.randint(120, 134, (128, 2), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu).to(DEV)
+
+    def f(a, b, sa, sb):
+        return scaled_mm(a, b, sa, ScalingType.BlockWise1x32, sb, ScalingType.BlockWise1x32,
+                         swizzle_a=SwizzleType.NO_SWIZZLE, swizzle_b=SwizzleType.NO_SWIZZLE,
+                         output_dtype=torch.float32).relu() * 2
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(f, backend="tpu")(a, a.t(), s, s).cpu(), f(a, a.t(), s, s).cpu())

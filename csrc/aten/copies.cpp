@@ -9,6 +9,19 @@ namespace ttpu::aten {
 
 namespace {
 
+// The integer dtype of the same width: a host copy between tensors of one
+// dtype moves bits (CPU has no copy kernel for float4_e2m1fn_x2, and a
+// float round trip could touch NaN payloads); kUndefined for other widths.
+at::ScalarType bits_dtype(at::ScalarType t) {
+  switch (c10::elementSize(t)) {
+    case 1: return at::kByte;
+    case 2: return at::kShort;
+    case 4: return at::kInt;
+    case 8: return at::kLong;
+    default: return at::ScalarType::Undefined;
+  }
+}
+
 void copy_into(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.numel() == 0) return;
   // Lazy conj/neg bits (fft results, x.conj()): copy the stored values, then
@@ -34,7 +47,10 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src) {
       if (device_index(src) != dev) value = runtime::client().copy_to_device(*value, dev);
       value = runtime::convert_broadcast(value, to, dev);
     } else {
-      at::Tensor host = src.to(at::kCPU).to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+      at::ScalarType bits = src.scalar_type() == dst.scalar_type() ? bits_dtype(src.scalar_type()) : at::ScalarType::Undefined;
+      at::Tensor host = bits != at::ScalarType::Undefined
+                            ? src.to(at::kCPU).view(bits).expand(dst.sizes()).contiguous()
+                            : src.to(at::kCPU).to(dst.scalar_type()).expand(dst.sizes()).contiguous();
       value = runtime::upload(host.data_ptr(), to, dev);
     }
     write(dst, value);
@@ -44,7 +60,9 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src) {
   BufferPtr value = read(src);
   at::Tensor host = at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
   if (src.numel() > 0) runtime::download(*value, host.data_ptr());
-  dst.copy_(host);
+  at::ScalarType bits = src.scalar_type() == dst.scalar_type() ? bits_dtype(src.scalar_type()) : at::ScalarType::Undefined;
+  if (bits != at::ScalarType::Undefined) dst.view(bits).copy_(host.view(bits));
+  else dst.copy_(host);
 }
 
 }  // namespace

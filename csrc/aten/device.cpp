@@ -128,6 +128,10 @@ void rethrow_as_torch_error(const std::string& what) {
     TORCH_CHECK(false, e.what());
   } catch (const ops::IndexError& e) {
     TORCH_CHECK_INDEX(false, e.what(), " (torch_tpu: raised in ", what, ")");
+  } catch (const ops::Unsupported& e) {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, e.what(), " (torch_tpu: raised in ", what, ")");
+  } catch (const ops::ValueError& e) {
+    TORCH_CHECK_VALUE(false, e.what(), " (torch_tpu: raised in ", what, ")");
   } catch (const pjrt::OutOfMemory& e) {
     TORCH_CHECK_WITH(OutOfMemoryError, false, "torch_tpu: out of device memory in ", what, ": ", e.what());
   } catch (const pjrt::Error& e) {

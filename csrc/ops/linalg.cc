@@ -4,6 +4,7 @@
 // dots accumulate in f32; _scaled_mm (float8 operands with scales) computes
 // in f32. Decompositions that need the host run in csrc/aten/host_ops.cpp.
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -121,6 +122,143 @@ std::vector<Value> scaled_mm(LowerCtx& c) {
   return {b.convert(acc, out.elem)};
 }
 
+// _scaled_mm_v2 (torch.nn.functional.scaled_mm): the operands' values times
+// their scales under each operand's recipes, one f32 dot, bias, out_dtype.
+// Recipes (torch.nn.functional.ScalingType): TensorWise (one f32), RowWise
+// ([M, 1] / [1, N] f32), BlockWise1x16 / 1x32 / 1x128 (a scale per run of
+// 16/32/128 elements along K: MXFP8/MXFP4 with e8m0 scales, NVFP4 with e4m3
+// scales and a second TensorWise one). Scales of blocks come row-major
+// ([rows, K / block]) or in cuBLAS's SWIZZLE_32_4_4 layout: padded to
+// 128 x 4 tiles, each stored as [32][4][4] = [row % 32][row / 32][col].
+// float4_e2m1fn_x2 operands are unpacked here (element 2i in the low nibble),
+// so dequantisation and the matmul are one device program.
+namespace scaled_v2 {
+
+enum Recipe : int64_t { TensorWise = 0, RowWise = 1, Block1x16 = 2, Block1x32 = 3, Block1x128 = 4, Block128x128 = 5 };
+enum Swizzle : int64_t { NoSwizzle = 0, Swizzle32x4x4 = 1 };
+
+[[noreturn]] void refuse(const std::string& what) { throw ValueError("_scaled_mm_v2 on 'tpu': " + what); }
+[[noreturn]] void not_yet(const std::string& what) { throw Unsupported("_scaled_mm_v2 on 'tpu': " + what); }
+
+// e2m1 codes (0..15) to f32: sign bit 3, exponent bits 1-2 (bias 1), mantissa bit 0.
+Value e2m1_to_f32(Builder& b, const Value& codes) {
+  static const double kValues[16] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+                                     -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0};
+  std::vector<Value> table;
+  for (double v : kValues) table.push_back(b.reshape(b.constant(v, ElemType::F32), {1}));
+  return b.gather_flat(b.concatenate(table, 0), b.convert(codes, ElemType::S32));
+}
+
+// The operand's values in f32, [rows, K] for a (k_dim 1) and [K, cols] for b (k_dim 0).
+Value values(Builder& b, const Value& x, int64_t k_dim) {
+  if (x.type.elem != ElemType::F4E2M1FNX2) return b.convert(x, ElemType::F32);
+  TensorType u8{ElemType::U8, x.type.dims};
+  Value bytes = b.bitcast(x, u8);
+  Value lo = b.binary("and", bytes, b.constant_int(15, ElemType::U8, x.type.dims));
+  Value hi = b.binary("shift_right_logical", bytes, b.constant_int(4, ElemType::U8, x.type.dims));
+  // interleave along K: [.., K/2, ..] -> [.., K/2, 2, ..] -> [.., K, ..]
+  std::vector<int64_t> one = x.type.dims;
+  one.insert(one.begin() + k_dim + 1, 1);
+  Value pair = b.concatenate({b.reshape(lo, one), b.reshape(hi, one)}, k_dim + 1);
+  std::vector<int64_t> dims = x.type.dims;
+  dims[k_dim] *= 2;
+  return e2m1_to_f32(b, b.reshape(pair, dims));
+}
+
+// A scale's value in f32 (e8m0: 2^(byte - 127), byte 255 is NaN).
+Value scale_f32(Builder& b, const Value& s) {
+  if (s.type.elem != ElemType::F8E8M0FNU) return b.convert(s, ElemType::F32);
+  Value bits = b.convert(b.bitcast(s, TensorType{ElemType::U8, s.type.dims}), ElemType::S32);
+  Value f = b.bitcast(b.binary("shift_left", bits, b.constant_int(23, ElemType::S32, s.type.dims)),
+                      TensorType{ElemType::F32, s.type.dims});
+  // byte 0 is 2^-127, a float32 denormal the shift cannot make
+  Value zero = b.compare(shlo::Compare::EQ, bits, b.constant_int(0, ElemType::S32, s.type.dims));
+  f = b.select(zero, b.constant(std::ldexp(1.0, -127), ElemType::F32, s.type.dims), f);
+  Value nan = b.compare(shlo::Compare::EQ, bits, b.constant_int(255, ElemType::S32, s.type.dims));
+  return b.select(nan, b.constant(NAN, ElemType::F32, s.type.dims), f);
+}
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Block scales as [rows, K / block] (row-major, or un-swizzled).
+Value block_scales(Builder& b, const Value& s, int64_t rows, int64_t blocks, int64_t swizzle, const char* what) {
+  int64_t n = s.type.numel();
+  if (swizzle == NoSwizzle) {
+    if (n != rows * blocks)
+      refuse(std::string(what) + " has " + std::to_string(n) + " elements; row-major block scales need rows x K/block = " +
+             std::to_string(rows * blocks));
+    return b.reshape(s, {rows, blocks});
+  }
+  if (swizzle != Swizzle32x4x4) refuse(std::string(what) + ": unknown swizzle " + std::to_string(swizzle));
+  int64_t pr = round_up(rows, 128), pc = round_up(blocks, 4);
+  if (n != pr * pc)
+    refuse(std::string(what) + " has " + std::to_string(n) + " elements; SWIZZLE_32_4_4 block scales need " +
+           std::to_string(pr) + " x " + std::to_string(pc) + " (rows and K/block padded to 128 and 4)");
+  Value t = b.reshape(s, {pr / 128, pc / 4, 32, 4, 4});  // [tile row][tile col][row % 32][row / 32 % 4][col]
+  t = b.reshape(b.transpose(t, {0, 3, 2, 1, 4}), {pr, pc});
+  return b.slice(t, {0, 0}, {rows, blocks}, {1, 1});
+}
+
+int64_t block_size(int64_t recipe) {
+  switch (recipe) {
+    case Block1x16: return 16;
+    case Block1x32: return 32;
+    case Block1x128: return 128;
+    default: return 0;
+  }
+}
+
+}  // namespace scaled_v2
+
+std::vector<Value> scaled_mm_v2(LowerCtx& c) {
+  using namespace scaled_v2;
+  Builder& b = c.b;
+  const ElemType f32 = ElemType::F32;
+  if (!c.ints(10).empty()) not_yet("contraction_dim is not supported yet (the default, K of a [M, K] @ [K, N], is)");
+  Value a = values(b, c.t(0), 1), w = values(b, c.t(1), 0);
+  const int64_t m = a.type.dims[0], k = a.type.dims[1], n = w.type.dims[1];
+  if (w.type.dims[0] != k) refuse("operands of K " + std::to_string(k) + " and " + std::to_string(w.type.dims[0]));
+  std::vector<int64_t> mn{m, n};
+  Value post = b.constant(1.0, f32, mn);  // scales applied to the product
+  // One operand's scales: block scales multiply its values, the others the product.
+  auto apply = [&](Value x, size_t list_k, size_t recipe_k, size_t swizzle_k, bool is_a) {
+    const auto& scales = c.list(list_k);
+    const auto& recipes = c.ints(recipe_k);
+    const auto& swizzles = c.ints(swizzle_k);
+    const char* what = is_a ? "scale_a" : "scale_b";
+    if (scales.size() != recipes.size()) refuse(std::string(what) + ": one recipe per scale is needed");
+    int64_t rows = is_a ? m : n;
+    for (size_t i = 0; i < scales.size(); ++i) {
+      Value s = scale_f32(b, scales[i]);
+      int64_t r = recipes[i], bs = block_size(r);
+      int64_t sw = i < swizzles.size() ? swizzles[i] : NoSwizzle;
+      if (r == TensorWise) {
+        if (s.type.numel() != 1) refuse(std::string(what) + ": a TensorWise scale has one element");
+        post = b.mul(post, b.broadcast_in_dim(b.reshape(s, {}), mn, {}));
+      } else if (r == RowWise) {
+        if (s.type.numel() != rows) refuse(std::string(what) + ": a RowWise scale has one element per row");
+        post = b.mul(post, b.broadcast_in_dim(b.reshape(s, {rows}), mn, {is_a ? 0 : 1}));
+      } else if (bs) {
+        if (k % bs) refuse("K " + std::to_string(k) + " is not a multiple of the block of " + std::to_string(bs));
+        Value blocks = block_scales(b, s, rows, k / bs, sw, what);  // [rows, K / bs]
+        // repeat each block scale bs times along K, laid out as the operand
+        Value per_k = b.reshape(b.broadcast_in_dim(blocks, {rows, k / bs, bs}, {0, 1}), {rows, k});
+        x = b.mul(x, is_a ? per_k : b.transpose(per_k, {1, 0}));
+      } else {
+        not_yet(std::string(what) + ": scaling recipe " + std::to_string(r) +
+               " (BlockWise128x128) is not supported yet");
+      }
+    }
+    return x;
+  };
+  a = apply(a, 2, 3, 4, true);
+  w = apply(w, 5, 6, 7, false);
+  Value acc = b.dot_general(a, w, {}, {}, {1}, {0}, f32, shlo::Precision::Highest);
+  acc = b.mul(acc, post);
+  if (c.has(8)) acc = b.add(acc, b.broadcast_to(b.convert(c.t(8), f32), mn));
+  return {b.convert(acc, c.out().elem)};
+}
+
 std::vector<Value> linalg_cross(LowerCtx& c) {
   // linalg_cross(self, other, dim): 3-vectors along dim, broadcast.
   Builder& b = c.b;
@@ -151,6 +289,7 @@ void append_linalg(std::vector<Lowering>& t) {
   t.push_back({"vdot", vdot, {"vdot+"}, kUsesMatmulPrecision});
   t.push_back({"addmv", addmv, {"addmv+"}, kUsesMatmulPrecision});
   t.push_back({"scaled_mm", scaled_mm, {"_scaled_mm+"}, kNoPromotion});
+  t.push_back({"scaled_mm_v2", scaled_mm_v2, {"_scaled_mm_v2+"}, kNoPromotion});
   t.push_back({"linalg_cross", linalg_cross, {"linalg_cross+"}});
 }
 

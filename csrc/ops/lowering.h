@@ -55,6 +55,14 @@ constexpr int64_t kCheckPassed = INT64_MIN;
 struct IndexError : std::out_of_range {
   using std::out_of_range::out_of_range;
 };
+// A case the lowering does not handle yet: NotImplementedError naming it.
+struct Unsupported : std::logic_error {
+  using std::logic_error::logic_error;
+};
+// Arguments PyTorch's API refuses with a ValueError (scaled_mm's scale shapes).
+struct ValueError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
 struct Check {
   Value bad;  // s64 0-d
   CheckSpec spec;
