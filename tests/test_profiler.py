@@ -3,7 +3,8 @@
 (eager executable, DeferAndFuse graph, compiled replay) on row "TPU 0" of the
 Chrome trace with real timestamps, linked to the ATen op that issued it, so
 key_averages() has device time per op and per graph, in every mode; device
-time per op through the PrivateUse1 profiler stubs (autograd.profiler.profile(
+time per op through the PrivateUse1 profiler stubs, host <-> device copies as
+memcpy events (autograd.profiler.profile(
 use_device="tpu", use_kineto=False)), record_function ranges, Chrome traces,
 and the default torch.profiler.profile() working beside the device."""
 import json
@@ -141,10 +142,41 @@ def test_device_track_in_key_averages_and_chrome_trace(mode, tmp_path):
     assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-3 for a, b in zip(kernels, kernels[1:]))
     # each execution points at the op that issued it, with its host-side launch and a flow arrow
     assert all(k["args"]["External id"] > 0 for k in kernels)
-    launches = [e for e in events if e.get("cat") == "privateuse1_runtime"]
-    assert [e["name"] for e in launches] == ["PJRT_LoadedExecutable_Execute"] * len(kernels)
+    launches = [e["name"] for e in events if e.get("cat") == "privateuse1_runtime"]
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"]  # .item()'s device -> host copy
+    assert launches.count("PJRT_LoadedExecutable_Execute") == len(kernels)
+    assert len(launches) == len(kernels) + len(copies)
     flows = [e for e in events if e.get("cat") == "ac2g"]
-    assert sorted(e["ph"] for e in flows) == ["f"] * len(kernels) + ["s"] * len(kernels)
+    n = len(kernels) + len(copies)
+    assert sorted(e["ph"] for e in flows) == ["f"] * n + ["s"] * n
+
+
+def test_host_device_copies_on_the_device_track(tmp_path):
+    """Uploads and downloads are device-track events as CUDA's memcpys are:
+    named by direction, sized, linked to the op that issued them, in
+    key_averages() and the Chrome trace."""
+    host = torch.randn(256, 128)
+    (host.to(DEV) * 2).cpu()  # compile outside the profiled region
+    with tp.profile(activities=[tp.ProfilerActivity.CPU, tp.ProfilerActivity.PrivateUse1]) as prof:
+        y = (host.to(DEV) * 2).cpu()
+    assert torch.equal(y, host * 2)
+    path = str(tmp_path / "trace.json")
+    prof.export_chrome_trace(path)
+    events = json.load(open(path))["traceEvents"]
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
+    names = [e["name"] for e in copies]
+    assert names == ["Memcpy HtoD (Host -> Tpu)", "Memcpy DtoH (Tpu -> Host)"], names
+    assert all(e["args"]["bytes"] == 256 * 128 * 4 and e["pid"] == 0 and e["dur"] >= 0 for e in copies)
+    ops = {e["args"]["External id"]: e["name"] for e in events if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})}
+    assert all(ops.get(e["args"]["External id"], "").startswith("aten::") for e in copies)
+    kernel = [e for e in events if e.get("cat") == "kernel"]
+    assert [k["name"] for k in kernel] == ["tpu op: aten::mul"]
+    # on the device row in issue order: upload, the multiply, download
+    assert copies[0]["ts"] <= kernel[0]["ts"] <= copies[1]["ts"]
+    launches = [e["name"] for e in events if e.get("cat") == "privateuse1_runtime"]
+    assert launches == ["PJRT_Client_BufferFromHostBuffer", "PJRT_LoadedExecutable_Execute", "PJRT_Buffer_ToHostBuffer"]
+    keys = {e.key for e in prof.key_averages()}
+    assert {"Memcpy HtoD (Host -> Tpu)", "Memcpy DtoH (Tpu -> Host)"} <= keys
 
 
 def test_device_time_agrees_with_events():

@@ -227,10 +227,15 @@ class TpuSession final : public libkineto::IActivityProfilerSession {
 
       // Named apart from the ATen ops themselves (as CUDA's kernels are), so
       // key_averages() keeps the op row and its device executions apart.
-      std::string name = std::string(e.kind) == "op"
+      // Copies are named as CUDA's are ("Memcpy HtoD (Host -> Device)").
+      bool copy = std::string(e.kind) == "copy";
+      std::string name = copy ? "Memcpy " + *e.label + (*e.label == "HtoD" ? " (Host -> Tpu)" : " (Tpu -> Host)")
+                         : std::string(e.kind) == "op"
                              ? "tpu op: " + *e.label
                              : "tpu " + std::string(e.kind) + " (" + std::to_string(e.ops) + " ops): " + *e.label;
-      buffer_->emplace_activity(buffer_->span, libkineto::ActivityType::CONCURRENT_KERNEL, name);
+      buffer_->emplace_activity(buffer_->span,
+                                copy ? libkineto::ActivityType::GPU_MEMCPY : libkineto::ActivityType::CONCURRENT_KERNEL,
+                                name);
       auto& a = *buffer_->activities.back();
       a.device = e.device;
       a.resource = 0;
@@ -242,14 +247,16 @@ class TpuSession final : public libkineto::IActivityProfilerSession {
       // Typed values: addMetadata formats with fmt, which libtorch does not export.
       a.addTypedMetadata("device", libkineto::TypedValue{int64_t{e.device}});
       a.addMetadataQuoted("kind", e.kind);
-      a.addTypedMetadata("ATen ops", libkineto::TypedValue{int64_t{e.ops}});
+      if (copy) a.addTypedMetadata("bytes", libkineto::TypedValue{e.bytes});
+      else a.addTypedMetadata("ATen ops", libkineto::TypedValue{int64_t{e.ops}});
       a.addTypedMetadata("host issue us", libkineto::TypedValue{static_cast<double>(e.returned_ns - e.issued_ns) / 1e3});
       if (e.correlation) a.addTypedMetadata("External id", libkineto::TypedValue{static_cast<int64_t>(e.correlation)});
       if (runtime_events_) {
         // The host side of the launch, as CUDA traces show cudaLaunchKernel:
         // on the issuing thread, under the op, with a flow arrow to the execution.
-        buffer_->emplace_activity(buffer_->span, libkineto::ActivityType::PRIVATEUSE1_RUNTIME,
-                                  "PJRT_LoadedExecutable_Execute");
+        const char* call = !copy ? "PJRT_LoadedExecutable_Execute"
+                           : *e.label == "HtoD" ? "PJRT_Client_BufferFromHostBuffer" : "PJRT_Buffer_ToHostBuffer";
+        buffer_->emplace_activity(buffer_->span, libkineto::ActivityType::PRIVATEUSE1_RUNTIME, call);
         auto& r = *buffer_->activities.back();
         r.device = libkineto::processId();
         r.resource = static_cast<int64_t>(e.thread);

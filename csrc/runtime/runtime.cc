@@ -187,19 +187,19 @@ std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buf
                                const std::vector<int>& donated) {
   stats().executions++;
   if (!trace::on()) return client().execute(*op.exe, args, device, donated, /*aliasing=*/!op.donated_args.empty());
-  auto now = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
-  int64_t issued = now();
+  int64_t issued = trace::now_ns();
   auto out = client().execute(*op.exe, args, device, donated, /*aliasing=*/!op.donated_args.empty());
-  trace::note(op, device, issued, now());
+  trace::note(op, device, issued, trace::now_ns());
   return out;
 }
 
 BufferPtr upload(const void* data, const TensorType& type, int device) {
   stats().host_to_device++;
-  return client().from_host(data, type, device);
+  if (!trace::on()) return client().from_host(data, type, device);
+  int64_t issued = trace::now_ns();
+  BufferPtr b = client().from_host(data, type, device);
+  trace::note_copy(true, static_cast<int64_t>(b->nbytes()), device, issued, trace::now_ns());
+  return b;
 }
 
 namespace {
@@ -240,7 +240,13 @@ BufferPtr upload_scalar(const void* bytes, ElemType type, int device) {
 
 void download(const pjrt::Buffer& buffer, void* dst) {
   stats().device_to_host++;
-  client().to_host(buffer, dst);
+  if (!trace::on()) {
+    client().to_host(buffer, dst);
+  } else {
+    int64_t issued = trace::now_ns();
+    client().to_host(buffer, dst);
+    trace::note_copy(false, static_cast<int64_t>(buffer.nbytes()), buffer.device(), issued, trace::now_ns());
+  }
   // A sync point: the device-side checks of every op issued so far are read.
   raise_pending_checks();
 }

@@ -4,6 +4,8 @@
 // aten/table_kernel.cpp; the runtime's own gathers/scatters/copies otherwise).
 #include "runtime/trace.h"
 
+#include <chrono>
+
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -132,6 +134,29 @@ void note(const CompiledOp& op, int device, int64_t issued_ns, int64_t returned_
   } else {
     e.label = info.body ? info.body : std::make_shared<const std::string>("tpu::executable");
   }
+  g_log.push_back(std::move(e));
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void note_copy(bool to_device, int64_t bytes, int device, int64_t issued_ns, int64_t returned_ns) {
+  static const auto htod = std::make_shared<const std::string>("HtoD");
+  static const auto dtoh = std::make_shared<const std::string>("DtoH");
+  Execution e;
+  e.device = device;
+  e.issued_ns = issued_ns;
+  e.returned_ns = returned_ns;  // a transfer is complete when the call returns
+  e.thread = thread_id();
+  e.kind = "copy";
+  e.ops = 0;
+  e.bytes = bytes;
+  e.label = to_device ? htod : dtoh;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!on()) return;
+  e.correlation = g_correlation ? g_correlation() : 0;
   g_log.push_back(std::move(e));
 }
 

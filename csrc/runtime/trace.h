@@ -27,8 +27,11 @@ struct Execution {
   int64_t returned_ns = 0;   // ... and when it returned
   std::shared_ptr<std::atomic<int64_t>> done_ns;  // completion stamp (0 until complete; null: complete on return)
   std::shared_ptr<const std::string> label;  // "aten::mm", or the ops of a graph
-  const char* kind = "op";  // "op" (eager executable), "graph" (DeferAndFuse), "compiled graph" (replay)
+  // "op" (eager executable), "graph" (DeferAndFuse), "compiled graph" (replay),
+  // "copy" (a host -> device or device -> host transfer, label "HtoD"/"DtoH")
+  const char* kind = "op";
   int ops = 1;              // ATen ops it runs
+  int64_t bytes = 0;        // a copy's size
 };
 
 // The profiler's current op id on the calling thread.
@@ -45,6 +48,9 @@ inline bool on() { return on_flag().load(std::memory_order_relaxed); }
 
 // Called by runtime::execute around the PJRT call while on().
 void note(const CompiledOp& op, int device, int64_t issued_ns, int64_t returned_ns);
+// Called by runtime::upload/download around the transfer while on().
+void note_copy(bool to_device, int64_t bytes, int device, int64_t issued_ns, int64_t returned_ns);
+int64_t now_ns();  // the steady clock the track uses
 // Called on every compile (a miss): remembers what the executable runs, from its cache key.
 void name_executable(const CompiledOp* op, const std::string& key);
 void forget_executables();
