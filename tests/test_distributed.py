@@ -92,3 +92,9 @@ def test_dtensor_and_tensor_parallel_match_cpu():
 def test_functional_collectives_eager_deferred_and_compiled():
     check_all(launch("funcol"), ["funcol_all_reduce[eager]", "funcol_all_gather[eager]", "funcol_all_reduce[defer]",
                                  "funcol_all_reduce[compiled]"])
+
+
+def test_mismatched_shapes_or_dtypes_raise_on_every_rank():
+    check_all(launch("mismatch"), ["mismatch_all_reduce[shape]", "mismatch_all_reduce[dtype]",
+                                   "mismatch_broadcast[shape]", "mismatch_all_gather_into_tensor[shape]",
+                                   "mismatch_then_all_reduce"])

@@ -16,6 +16,15 @@ ReduceOp.AVG is a SUM divided by the group size, on the device. Every
 collective completes before it returns, so a returned ``Work`` is already
 done (``wait()`` is free, futures are already set).
 
+Before a collective whose tensors must agree across ranks (all_reduce,
+broadcast, reduce, all_gather, reduce_scatter), the ranks compare a small
+signature (the collective, each tensor's dtype and shape) in one gloo
+all_gather: a rank that passes another shape or dtype makes every rank raise
+a RuntimeError naming each rank's tensors, where gloo alone would abort the
+process ("Received data size doesn't match expected size") or read garbage.
+``TORCH_TPU_COLLECTIVE_CHECKS=0`` skips the check (one small host
+collective per call).
+
 The device-native path (PJRT clients created with the store's key-value
 callbacks, StableHLO collectives compiled per rank) belongs behind this same
 interface; it is not built yet (see the README's distributed section).
@@ -23,6 +32,7 @@ interface; it is not built yet (see the README's distributed section).
 from __future__ import annotations
 
 import datetime
+import os
 
 import torch
 import torch.distributed as dist
@@ -68,6 +78,40 @@ def _flat(lists):
     return [t for ts in lists for t in ts]
 
 
+# The signature one rank sends: [collective, tensor count, then per tensor
+# dtype, rank and up to _MAX_DIMS sizes], zero-padded to a fixed length so
+# that every rank's entry has the same shape whatever it passed.
+_MAX_TENSORS, _MAX_DIMS = 8, 8
+_SIG_LEN = 2 + _MAX_TENSORS * (2 + _MAX_DIMS)
+_DTYPES = [getattr(torch, n) for n in (
+    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool",
+    "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64")]
+_OPS = ["all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter"]
+
+
+def _signature(op: str, tensors) -> torch.Tensor:
+    sig = torch.zeros(_SIG_LEN, dtype=torch.int64)
+    sig[0], sig[1] = _OPS.index(op) + 1, len(tensors)
+    for i, t in enumerate(tensors[:_MAX_TENSORS]):
+        base = 2 + i * (2 + _MAX_DIMS)
+        sig[base] = _DTYPES.index(t.dtype) + 1 if t.dtype in _DTYPES else 100
+        sig[base + 1] = t.dim()
+        dims = list(t.shape)[:_MAX_DIMS]
+        sig[base + 2:base + 2 + len(dims)] = torch.tensor(dims, dtype=torch.int64)
+    return sig
+
+
+def _describe(sig: torch.Tensor) -> str:
+    parts = []
+    for i in range(min(int(sig[1]), _MAX_TENSORS)):
+        base = 2 + i * (2 + _MAX_DIMS)
+        code, ndim = int(sig[base]), int(sig[base + 1])
+        dtype = str(_DTYPES[code - 1]).replace("torch.", "") if 0 < code <= len(_DTYPES) else "other"
+        parts.append(f"{dtype}{list(sig[base + 2:base + 2 + min(ndim, _MAX_DIMS)].tolist())}")
+    op = _OPS[int(sig[0]) - 1] if 0 < int(sig[0]) <= len(_OPS) else "?"
+    return f"{op}({', '.join(parts)})"
+
+
 class TpuBackend(_CBackend):
     """Host-staged collectives for 'tpu' tensors over a gloo group."""
 
@@ -75,6 +119,7 @@ class TpuBackend(_CBackend):
         super().__init__(rank, size)
         self._rank, self._size = rank, size
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("torch_tpu/", store), rank, size, timeout)
+        self._check = os.environ.get("TORCH_TPU_COLLECTIVE_CHECKS", "1") != "0"
 
     def getBackendName(self):  # noqa: N802  (c10d's name)
         return BACKEND_NAME
@@ -88,6 +133,20 @@ class TpuBackend(_CBackend):
 
     def _run(self, work):
         work.wait()
+
+    def _agree(self, op, tensors):
+        """Every rank passes the same dtypes and shapes to `op`, or every rank raises."""
+        if not self._check or self._size == 1:
+            return
+        mine = _signature(op, list(tensors))
+        every = [torch.empty_like(mine) for _ in range(self._size)]
+        self._run(self._gloo.allgather([every], [mine]))
+        if all(torch.equal(e, every[0]) for e in every):
+            return
+        seen = "; ".join(f"rank {r}: {_describe(e)}" for r, e in enumerate(every))
+        raise RuntimeError(f"torch_tpu: {op} got different tensors on different ranks ({seen}); every rank must "
+                           f"pass the same dtype and shape to a collective "
+                           f"(TORCH_TPU_COLLECTIVE_CHECKS=0 turns this check off)")
 
     def _reduce_opts(self, opts, cls):
         """Gloo has no AVG: run SUM and divide afterwards."""
@@ -121,6 +180,7 @@ class TpuBackend(_CBackend):
 
     def allreduce(self, tensors, opts=None):
         opts = opts or dist.AllreduceOptions()
+        self._agree("all_reduce", tensors)
         o, avg = self._reduce_opts(opts, dist.AllreduceOptions)
         hosts = [_host(t) for t in tensors]
         self._run(self._gloo.allreduce(hosts, o))
@@ -128,6 +188,7 @@ class TpuBackend(_CBackend):
 
     def allreduce_coalesced(self, tensors, opts=None):
         opts = opts or dist.AllreduceCoalescedOptions()
+        self._agree("all_reduce", tensors)
         hosts = [_host(t) for t in tensors]
         o, avg = self._allreduce_opts(opts)
         self._run(self._gloo.allreduce(hosts, o))
@@ -135,12 +196,14 @@ class TpuBackend(_CBackend):
 
     def broadcast(self, tensors, opts=None):
         opts = opts or dist.BroadcastOptions()
+        self._agree("broadcast", tensors)
         hosts = [_host(t) for t in tensors]
         self._run(self._gloo.broadcast(hosts, opts))
         return self._finish(tensors, hosts)
 
     def reduce(self, tensors, opts=None):
         opts = opts or dist.ReduceOptions()
+        self._agree("reduce", tensors)
         o, avg = self._reduce_opts(opts, dist.ReduceOptions)
         hosts = [_host(t) for t in tensors]
         self._run(self._gloo.reduce(hosts, o))
@@ -150,6 +213,7 @@ class TpuBackend(_CBackend):
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         opts = opts or dist.AllgatherOptions()
+        self._agree("all_gather", list(input_tensors) + _flat(output_tensors))
         hosts_out = [[torch.empty_like(t, device="cpu") for t in ts] for ts in output_tensors]
         hosts_in = [_host(t) for t in input_tensors]
         self._run(self._gloo.allgather(hosts_out, hosts_in, opts))
@@ -158,6 +222,7 @@ class TpuBackend(_CBackend):
 
     def _allgather_base(self, output, input, opts=None):
         opts = opts or dist.AllgatherOptions()
+        self._agree("all_gather", [input, output])
         host_out = torch.empty_like(output, device="cpu")
         self._run(self._gloo._allgather_base(host_out, _host(input), opts))
         return self._finish([output], [host_out])
@@ -169,6 +234,7 @@ class TpuBackend(_CBackend):
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         opts = opts or dist.ReduceScatterOptions()
+        self._agree("reduce_scatter", list(output_tensors) + _flat(input_tensors))
         # as a reduce of each chunk list through allreduce, then the own chunk
         o, avg = self._allreduce_opts(opts)
         results = []

@@ -234,6 +234,32 @@ def dead_rank(gloo):
     os._exit(0)
 
 
+def mismatch(gloo):
+    """Ranks that pass different shapes or dtypes to one collective all get a
+    RuntimeError naming every rank's tensors (gloo alone aborts the process);
+    the group stays usable afterwards."""
+    cases = {
+        "all_reduce[shape]": lambda: dist.all_reduce(torch.ones(4 if RANK == 0 else 6, device="tpu")),
+        "all_reduce[dtype]": lambda: dist.all_reduce(
+            torch.ones(4, device="tpu", dtype=torch.float32 if RANK == 0 else torch.bfloat16)),
+        "broadcast[shape]": lambda: dist.broadcast(torch.ones(2, 3 + RANK, device="tpu"), src=0),
+        "all_gather_into_tensor[shape]": lambda: dist.all_gather_into_tensor(
+            torch.empty(4 * WORLD, device="tpu"), torch.ones(4 + RANK, device="tpu")),
+    }
+    for name, fn in cases.items():
+        try:
+            fn()
+            msg = ""
+        except RuntimeError as e:
+            msg = str(e)
+        want = [f"rank {r}:" for r in range(WORLD)] + ["different tensors on different ranks"]
+        print(json.dumps({"rank": RANK, "check": f"mismatch_{name}", "ok": all(w in msg for w in want),
+                          "got": [msg[:300]], "ref": want}), flush=True)
+    x = torch.full((3,), float(RANK + 1), device="tpu")
+    dist.all_reduce(x)  # still works
+    report("mismatch_then_all_reduce", [x], [torch.full((3,), float(sum(range(1, WORLD + 1))))])
+
+
 def main():
     checks = sys.argv[1].split(",")
     backend = os.environ.get("TTPU_TEST_BACKEND", "tpu") or None  # "": init_process_group()'s default map
