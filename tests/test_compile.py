@@ -389,13 +389,50 @@ def test_mark_dynamic_specialised_with_grad():
     torch.testing.assert_close(lin.bias.grad.cpu(), torch.full((2,), 10.0))
 
 
-def test_dynamic_true_is_a_clear_error():
-    f = torch.compile(lambda x: x * 2, backend="tpu", dynamic=True)
-    with pytest.raises(Exception, match="bounded dynamic shapes are not implemented") as exc:
-        f(torch.ones(3, device="tpu"))
-    inner = getattr(exc.value, "inner_exception", exc.value)  # Dynamo's BackendCompilerFailed
-    assert isinstance(inner, NotImplementedError)
-    assert "dynamic=False" in str(inner)
+def test_dynamic_true_one_trace_one_executable_per_shape():
+    """torch.compile(dynamic=True): Dynamo traces once with symbolic sizes;
+    each call runs with its concrete sizes, one static executable per shape
+    (a shape seen before compiles nothing), results equal to CPU."""
+    def fn(x, w):
+        return torch.softmax(x @ w, -1).cumsum(0) * x.shape[0]
+    torch._dynamo.reset()
+    f = torch.compile(fn, backend="tpu", dynamic=True)
+    w = make_tensor((8, 6), seed=1)
+    s = tpu_compile.stats()
+    outs, refs, compiles = [], [], []
+    for rows in (2, 7, 13, 7, 2):
+        x = make_tensor((rows, 8), seed=rows)
+        outs.append(f(x.to("tpu"), w.to("tpu")))
+        refs.append(fn(x, w))
+        torch_tpu.sync()
+        compiles.append(torch.tpu.compile_stats()["compiles"])
+    assert_same(outs, refs, atol=1e-5, rtol=1e-5)
+    assert delta(s, "invocations") == 1
+    assert delta(s, "static_specialisations") == 3
+    assert compiles[3:] == [compiles[2]] * 2, compiles
+
+
+def test_dynamic_true_training_step_matches_cpu():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 1))
+    net_t = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 1))
+    net_t.load_state_dict(net.state_dict())
+    net_t.to("tpu")
+    opt, opt_t = torch.optim.SGD(net.parameters(), lr=0.1), torch.optim.SGD(net_t.parameters(), lr=0.1)
+
+    def step(n, x, o):
+        o.zero_grad()
+        loss = n(x).square().mean()
+        loss.backward()
+        o.step()
+        return loss
+    torch._dynamo.reset()
+    cstep = torch.compile(step, backend="tpu", dynamic=True)
+    for b in (4, 7, 12, 7):
+        x = make_tensor((b, 8), seed=b)
+        torch.testing.assert_close(cstep(net_t, x.to("tpu"), opt_t).cpu(), step(net, x, opt), atol=1e-6, rtol=1e-5)
+    for p, q in zip(net.parameters(), net_t.parameters()):
+        torch.testing.assert_close(q.detach().cpu(), p.detach(), atol=1e-6, rtol=1e-5)
 
 
 def test_unknown_option_rejected():

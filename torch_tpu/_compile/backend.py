@@ -54,13 +54,11 @@ on this 2-core CPU machine; the difference grows with pointwise-heavy blocks.
 Shapes and guards
 -----------------
 Dynamo guards on shape, dtype, device and requires_grad and calls the backend
-again when they change (`stats()["invocations"]` counts those calls). Bounded
-dynamic shapes do not exist yet:
-- `torch.compile(..., dynamic=True)` raises NotImplementedError (wrapped by
-  Dynamo in BackendCompilerFailed; `.inner_exception` is ours) saying so; use
-  dynamic=False or None.
-- With the default dynamic=None, Dynamo's "automatic dynamic" recompiles a
-  function that saw a second input shape (or a second value of a Python
+again when they change (`stats()["invocations"]` counts those calls). Symbolic
+sizes (bounded dynamic shapes padded to buckets do not exist yet):
+- `torch.compile(..., dynamic=True)` traces with symbolic sizes from the first
+  call; with the default dynamic=None, Dynamo's "automatic dynamic" recompiles
+  a function that saw a second input shape (or a second value of a Python
   number) with symbolic sizes, as does torch._dynamo.mark_dynamic. The backend
   detects this (SymInt/SymFloat placeholders or example inputs) and
   specialises at run time instead of compiling anything symbolic for the
@@ -386,12 +384,6 @@ class _ConcreteShapes:
 
 # ---------------------------------------------------------------------------
 
-_DYNAMIC_MESSAGE = (
-    "torch_tpu: torch.compile(..., dynamic=True) is not supported yet: bounded dynamic shapes are "
-    "not implemented by the 'tpu' backend. Use dynamic=False, or the default dynamic=None (a new "
-    "input shape then compiles a static graph for that shape).")
-
-
 _optimizer_patched = False
 
 
@@ -427,8 +419,6 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
 
     kwargs (from torch.compile): `mode` is accepted and ignored;
     `options={"partitioner": "min_cut" | "default"}`."""
-    import torch._dynamo.config as dynamo_config
-
     _count("invocations")
     _capturable_tpu_optimizers()
     options = dict(kwargs.get("options") or {})
@@ -436,8 +426,6 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     if options:
         raise ValueError(f"torch_tpu: unknown torch.compile options for backend 'tpu': {sorted(options)}")
     _partitioner(partitioner)  # validate early
-    if not dynamo_config.assume_static_by_default:  # what torch.compile(dynamic=True) sets
-        raise NotImplementedError(_DYNAMIC_MESSAGE)
     compiled = _aot_compile(gm, example_inputs, partitioner)
     if _has_symbols(gm, example_inputs):
         return _ConcreteShapes(compiled)
