@@ -136,3 +136,26 @@ def test_small_gpt_trains_like_cpu():
         step, _ = models.gpt_step(device, batch=2, seq=8)
         return [step().item() for _ in range(3)]
     check_scenario(scenario, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("masks", ["none", "src_mask", "padding", "both"])
+def test_transformer_encoder_inference_fast_path(activation, norm_first, masks):
+    """eval() + no_grad() sends nn.TransformerEncoderLayer to
+    aten::_transformer_encoder_layer_fwd (it failed as an unimplemented op);
+    the same values as CPU's fast path, every mask arrangement."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True, activation=activation,
+                                             norm_first=norm_first)
+    enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    x = make_tensor((2, 5, 16), seed=3)
+    kw = {}
+    if masks in ("src_mask", "both"):
+        kw["mask"] = torch.nn.Transformer.generate_square_subsequent_mask(5)
+    if masks in ("padding", "both"):
+        kw["src_key_padding_mask"] = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    with torch.no_grad():
+        ref = enc(x, **kw)
+        got = enc.to(DEV)(x.to(DEV), **{k: v.to(DEV) for k, v in kw.items()})
+    torch.testing.assert_close(got.cpu(), ref, atol=2e-5, rtol=1e-5)

@@ -1,8 +1,11 @@
 // ATen overloads served by composing other ops on 'tpu': the
 // _native_batch_norm_legit family (over native_batch_norm's lowering), equal
 // (eq, all, then one bool read back),
-// masked_select (through boolean indexing) and the rrelu_with_noise
-// overloads that update their noise argument (over the functional one).
+// masked_select (through boolean indexing), the rrelu_with_noise
+// overloads that update their noise argument (over the functional one), and
+// nn.TransformerEncoderLayer's inference fast path.
+#include <cmath>
+
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 
@@ -19,6 +22,58 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
   if (self.sizes() != other.sizes()) return false;
   if (self.numel() == 0) return true;
   return at::eq(self, other).all().item<bool>();
+}
+
+// nn.TransformerEncoderLayer's inference fast path (eval, no grad,
+// batch_first): the layer as its slow path computes it, from ATen ops that
+// have lowerings: attention through scaled_dot_product_attention, masks
+// already canonicalised to additive floats by the module (a bool mask,
+// True = masked out, is converted the same way), arranged by mask_type as
+// merge_masks makes them (0: [T, T], 1: key padding [B, T], 2: [B, H, T, T]).
+at::Tensor transformer_encoder_layer_fwd(
+    const at::Tensor& src, int64_t embed_dim, int64_t num_heads, const at::Tensor& qkv_weight,
+    const at::Tensor& qkv_bias, const at::Tensor& proj_weight, const at::Tensor& proj_bias, bool use_gelu,
+    bool norm_first, double eps, const at::Tensor& norm_weight_1, const at::Tensor& norm_bias_1,
+    const at::Tensor& norm_weight_2, const at::Tensor& norm_bias_2, const at::Tensor& ffn_weight_1,
+    const at::Tensor& ffn_bias_1, const at::Tensor& ffn_weight_2, const at::Tensor& ffn_bias_2,
+    const std::optional<at::Tensor>& mask, std::optional<int64_t> mask_type) {
+  TORCH_CHECK(src.dim() == 3 && src.size(2) == embed_dim,
+              "_transformer_encoder_layer_fwd on 'tpu': expected src of shape [batch, seq, ", embed_dim, "], got ",
+              src.sizes());
+  TORCH_CHECK(num_heads > 0 && embed_dim % num_heads == 0, "_transformer_encoder_layer_fwd: embed_dim ", embed_dim,
+              " is not divisible by num_heads ", num_heads);
+  const int64_t b = src.size(0), t = src.size(1), d = embed_dim / num_heads;
+  auto norm = [&](const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+    return at::layer_norm(x, {embed_dim}, w, bias, eps);
+  };
+  auto attention = [&](const at::Tensor& x) {
+    std::vector<at::Tensor> qkv = at::linear(x, qkv_weight, qkv_bias).chunk(3, -1);
+    auto heads = [&](const at::Tensor& z) { return z.view({b, t, num_heads, d}).transpose(1, 2); };
+    std::optional<at::Tensor> m;
+    if (mask.has_value() && mask->defined()) {
+      at::Tensor additive = mask->scalar_type() == at::kBool
+                                ? at::zeros(mask->sizes(), x.options()).masked_fill(*mask, -INFINITY)
+                                : mask->to(x.scalar_type());
+      int64_t type = mask_type.value_or(-1);
+      if (type == 0) additive = additive.view({1, 1, t, t});
+      else if (type == 1) additive = additive.view({b, 1, 1, t});
+      m = additive;
+    }
+    at::Tensor o = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), m);
+    return at::linear(o.transpose(1, 2).reshape({b, t, embed_dim}), proj_weight, proj_bias);
+  };
+  auto ffn = [&](const at::Tensor& x) {
+    at::Tensor h = at::linear(x, ffn_weight_1, ffn_bias_1);
+    h = use_gelu ? at::gelu(h) : at::relu(h);
+    return at::linear(h, ffn_weight_2, ffn_bias_2);
+  };
+  at::Tensor x = src;
+  if (norm_first) {
+    x = x + attention(norm(x, norm_weight_1, norm_bias_1));
+    return x + ffn(norm(x, norm_weight_2, norm_bias_2));
+  }
+  x = norm(x + attention(x), norm_weight_1, norm_bias_1);
+  return norm(x + ffn(x), norm_weight_2, norm_bias_2);
 }
 
 // The _native_batch_norm_legit family declares the running stats as mutated

@@ -84,6 +84,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_new(
     std::array<bool, 3> output_mask, const at::Tensor& reserve);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
 bool equal(const at::Tensor& self, const at::Tensor& other);
+at::Tensor transformer_encoder_layer_fwd(
+    const at::Tensor& src, int64_t embed_dim, int64_t num_heads, const at::Tensor& qkv_weight,
+    const at::Tensor& qkv_bias, const at::Tensor& proj_weight, const at::Tensor& proj_bias, bool use_gelu,
+    bool norm_first, double eps, const at::Tensor& norm_weight_1, const at::Tensor& norm_bias_1,
+    const at::Tensor& norm_weight_2, const at::Tensor& norm_bias_2, const at::Tensor& ffn_weight_1,
+    const at::Tensor& ffn_bias_1, const at::Tensor& ffn_weight_2, const at::Tensor& ffn_bias_2,
+    const std::optional<at::Tensor>& mask, std::optional<int64_t> mask_type);
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out);
 at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower,
                             const at::Scalar& upper, bool training, std::optional<at::Generator> generator);
