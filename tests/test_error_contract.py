@@ -123,3 +123,34 @@ def test_arg_reductions_refuse_complex_like_cpu(fn, shape):
     z = torch.complex(make_tensor(shape), make_tensor(shape))
     cpu_err, dev_err = assert_same_error(lambda t: fn(t).cpu(), z)
     assert str(cpu_err).splitlines()[0] in str(dev_err)
+
+
+# An out= tensor that is one of the inputs: kernels that assert no overlap
+# (take, gather, cat, index_select) refuse it on CPU, elementwise ones accept
+# it; learnt from CPU once per op, answered the same every call after.
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.take(x, torch.tensor([0, 1], device=x.device), out=x),
+    lambda x: torch.gather(x, 0, torch.tensor([1, 0, 2, 3], device=x.device), out=x),
+    lambda x: torch.cat([x, x], out=x),
+    lambda x: torch.index_select(x, 0, torch.tensor([1, 0, 2, 3], device=x.device), out=x),
+], ids=["take", "gather", "cat", "index_select"])
+def test_out_that_is_an_input_refused_like_cpu(fn):
+    for _ in range(2):  # the first call asks CPU, the second uses what it learnt
+        _, dev_err = assert_same_error(fn, torch.arange(4.0))
+        assert "single memory location" in str(dev_err)
+
+
+def test_out_that_is_an_input_accepted_like_cpu():
+    for _ in range(2):
+        check(lambda x: torch.add(x, 1, out=x), torch.arange(4.0))
+        check(lambda x: torch.mul(x, x, out=x), torch.arange(4.0))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda p: torch.multinomial(p, 3), lambda p: torch.multinomial(p, 0),
+    lambda p: torch.multinomial(p.expand(2, 2, 2), 1), lambda p: torch.multinomial(p.long(), 1),
+], ids=["more_than_categories", "zero_samples", "3d", "integer"])
+def test_multinomial_argument_checks_like_cpu(fn):
+    # (too many samples without replacement used to fail compiling the executable)
+    _, dev_err = assert_same_error(fn, torch.tensor([1.0, 2.0]))
+    assert type(dev_err) is RuntimeError

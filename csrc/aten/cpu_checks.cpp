@@ -190,6 +190,20 @@ void bucketize_check(const std::vector<c10::IValue>& args) {
               args[1].toTensor().dim(), ")");
 }
 
+// multinomial(self, num_samples, replacement): CPU's host-side checks, in its order.
+void multinomial_check(const std::vector<c10::IValue>& args) {
+  if (args.size() < 3 || !args[0].isTensor() || !args[1].isInt()) return;
+  const at::Tensor& self = args[0].toTensor();
+  int64_t n_sample = args[1].toInt();
+  bool replacement = args[2].isBool() && args[2].toBool();
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  TORCH_CHECK(replacement || n_sample <= self.size(-1),
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+}
+
 }  // namespace
 
 CpuCheck cpu_kernel_check(const std::string& op) {
@@ -212,7 +226,7 @@ CpuCheck cpu_kernel_check(const std::string& op) {
       {"uniform", uniform_check}, {"uniform_", uniform_check},
       {"masked_scatter", masked_scatter_check}, {"masked_scatter_", masked_scatter_check},
       {"complex", complex_parts_check}, {"polar", complex_parts_check},
-      {"bucketize", bucketize_check},
+      {"bucketize", bucketize_check}, {"multinomial", multinomial_check},
   };
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;

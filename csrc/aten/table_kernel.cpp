@@ -730,17 +730,39 @@ void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
   for (const at::Tensor& t : written)
     overlapping = overlapping ||
                   (!t.is_non_overlapping_and_dense() && at::has_internal_overlap(t) == at::MemOverlap::Yes);
-  bool aliased = false;
+  bool aliased = false, full = false;
   for (const at::Tensor& w : written) {
     for (const at::Tensor& r : read) {
       if (!w.storage().is_alias_of(r.storage())) continue;
       at::MemOverlapStatus st = at::get_overlap_status(w, r);
       aliased = aliased || st == at::MemOverlapStatus::Partial || st == at::MemOverlapStatus::TooHard;
+      full = full || st == at::MemOverlapStatus::Full;
     }
   }
   if (aliased) {
     run_on_cpu_twins(op, args, nullptr, nullptr, /*keep_aliasing=*/true);
     return;
+  }
+  // out= that is an input (take(x, i, out=x)): whether CPU refuses depends on
+  // the op alone (kernels that assert no overlap refuse, elementwise ones
+  // accept), so CPU twins answer once per op; later calls cost a load.
+  if (full && plan_.variant == Variant::Out) {
+    static const char* kMessage =
+        "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+        "memory location. Please clone() the tensor before performing the operation.";
+    int known = full_out_overlap_.load(std::memory_order_relaxed);
+    if (known == 1) TORCH_CHECK(false, kMessage);
+    if (known == 0 && twins_are_small(args)) {
+      try {
+        run_on_cpu_twins(op, args, nullptr, nullptr, /*keep_aliasing=*/true);
+        full_out_overlap_.store(2, std::memory_order_relaxed);
+      } catch (const c10::Error& e) {
+        // another refusal (CPU has no kernel for this dtype) says nothing about overlap
+        bool refused = std::string(e.what()).find("single memory location") != std::string::npos;
+        full_out_overlap_.store(refused ? 1 : 2, std::memory_order_relaxed);
+        if (refused) throw;
+      }
+    }
   }
   if (!overlapping) return;
   run_on_cpu_twins(op, args);

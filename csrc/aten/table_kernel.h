@@ -5,6 +5,8 @@
 // (DeferAndFuse), and delivers results or writes them through views.
 #pragma once
 
+#include <atomic>
+
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -87,7 +89,11 @@ class TableKernel final : public c10::OperatorKernel {
   OpPlan inplace_functional_plan_;
   std::optional<c10::OperatorHandle> functional_;  // out= overloads: the functional one
   OpPlan functional_plan_;
-  std::mutex signatures_mutex_;  // DeferAndFuse: signatures by key
+  std::mutex signatures_mutex_;
+  // An out= tensor that fully overlaps an input: whether CPU's kernel refuses it
+  // (take, gather, cat: "unsupported operation: ... single memory location";
+  // elementwise ops accept it). 0 unknown, 1 refuses, 2 accepts; learnt once per op.
+  mutable std::atomic<int> full_out_overlap_{0};  // DeferAndFuse: signatures by key
   std::unordered_map<std::string, std::shared_ptr<const Signature>> signatures_;
 };
 
