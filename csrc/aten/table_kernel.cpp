@@ -757,10 +757,11 @@ void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
         run_on_cpu_twins(op, args, nullptr, nullptr, /*keep_aliasing=*/true);
         full_out_overlap_.store(2, std::memory_order_relaxed);
       } catch (const c10::Error& e) {
-        // another refusal (CPU has no kernel for this dtype) says nothing about overlap
-        bool refused = std::string(e.what()).find("single memory location") != std::string::npos;
-        full_out_overlap_.store(refused ? 1 : 2, std::memory_order_relaxed);
-        if (refused) throw;
+        // another refusal (CPU has no kernel for this dtype, a shape error)
+        // says nothing about overlap: asked again next time
+        if (std::string(e.what()).find("single memory location") == std::string::npos) return;
+        full_out_overlap_.store(1, std::memory_order_relaxed);
+        throw;
       }
     }
   }
