@@ -154,3 +154,17 @@ def test_multinomial_argument_checks_like_cpu(fn):
     # (too many samples without replacement used to fail compiling the executable)
     _, dev_err = assert_same_error(fn, torch.tensor([1.0, 2.0]))
     assert type(dev_err) is RuntimeError
+
+
+@pytest.mark.parametrize("p", [1.5, -0.1, float("nan")], ids=["above_1", "below_0", "nan"])
+def test_bernoulli_probability_out_of_range_raises_like_cpu(p):
+    # (accepted before: p > 1 drew ones, p < 0 zeros)
+    assert_same_error(lambda t: torch.bernoulli(t).cpu(), torch.tensor([0.5, p]))
+    assert_same_error(lambda t: torch.zeros(2, device=t.device).bernoulli_(t).cpu(), torch.tensor([0.5, p]))
+
+
+def test_bernoulli_out():
+    p = torch.tensor([0.0, 1.0, 1.0, 0.0])  # certain outcomes: the same draw on any generator
+    out = torch.empty(4, device="tpu")
+    assert torch.bernoulli(p.to("tpu"), out=out) is out
+    torch.testing.assert_close(out.cpu(), p)

@@ -76,6 +76,12 @@ at::Tensor transformer_encoder_layer_fwd(
   return norm(x + ffn(x), norm_weight_2, norm_bias_2);
 }
 
+// bernoulli(p, out=): out's own draw from the probabilities p (bernoulli_.Tensor's lowering).
+at::Tensor& bernoulli_out(const at::Tensor& self, std::optional<at::Generator> generator, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  return out.bernoulli_(self, std::move(generator));
+}
+
 // The _native_batch_norm_legit family declares the running stats as mutated
 // arguments; native_batch_norm's lowering already updates them.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit(const at::Tensor& input,

@@ -208,6 +208,14 @@ std::vector<Value> bernoulli_tensor(LowerCtx& c) {
   bool f64 = c.t(1).type.elem == ElemType::F64;
   Value u = uniform01(c, rng_state(c, 2), out.dims, f64);
   Value p = broadcast_convert(b, c.t(1), TensorType{u.type.elem, out.dims});
+  // CPU checks every probability (NaN fails too)
+  Value in_range = b.binary("and", b.compare(shlo::Compare::GE, p, b.constant(0.0, p.type.elem, out.dims)),
+                            b.compare(shlo::Compare::LE, p, b.constant(1.0, p.type.elem, out.dims)));
+  std::vector<int64_t> all_dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(out.dims.size()); ++d) all_dims.push_back(d);
+  Value ok = all_dims.empty() ? in_range
+                              : b.reduce(in_range, b.constant_int(1, ElemType::Pred), all_dims, shlo::Reducer::And);
+  c.check(ok, b.constant_int(0, ElemType::S64), {false, "Expected p_in >= 0 && p_in <= 1 to be true, but got false."});
   return {b.convert(b.compare(shlo::Compare::LT, u, p), out.elem)};
 }
 
