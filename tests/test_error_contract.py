@@ -163,6 +163,12 @@ def test_bernoulli_probability_out_of_range_raises_like_cpu(p):
     assert_same_error(lambda t: torch.zeros(2, device=t.device).bernoulli_(t).cpu(), torch.tensor([0.5, p]))
 
 
+@pytest.mark.parametrize("p", [1.5, -0.1], ids=["above_1", "below_0"])
+def test_bernoulli_float_probability_out_of_range_raises_like_cpu(p):
+    cpu_err, dev_err = assert_same_error(lambda t: t.bernoulli_(p).cpu(), torch.zeros(3))
+    assert str(cpu_err).split("\n")[0] in str(dev_err)
+
+
 def test_bernoulli_out():
     p = torch.tensor([0.0, 1.0, 1.0, 0.0])  # certain outcomes: the same draw on any generator
     out = torch.empty(4, device="tpu")

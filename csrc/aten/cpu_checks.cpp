@@ -204,6 +204,13 @@ void multinomial_check(const std::vector<c10::IValue>& args) {
               "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
 }
 
+// bernoulli_(p: float): CPU checks the probability on the host.
+void bernoulli_float_check(const std::vector<c10::IValue>& args) {
+  if (args.size() < 2 || !args[1].isDouble()) return;
+  double p = args[1].toDouble();
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+}
+
 }  // namespace
 
 CpuCheck cpu_kernel_check(const std::string& op) {
@@ -227,6 +234,7 @@ CpuCheck cpu_kernel_check(const std::string& op) {
       {"masked_scatter", masked_scatter_check}, {"masked_scatter_", masked_scatter_check},
       {"complex", complex_parts_check}, {"polar", complex_parts_check},
       {"bucketize", bucketize_check}, {"multinomial", multinomial_check},
+      {"bernoulli_", bernoulli_float_check},
   };
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;
