@@ -825,3 +825,21 @@ def test_equal():
     assert torch.equal(z.to(DEV), z.to(DEV)) and not torch.equal(z.to(DEV), z.conj().to(DEV))
     with pytest.raises(RuntimeError, match="different devices"):
         torch.equal(x.to(DEV), torch.ones(2, 2))
+
+
+# CPU's complex prod starts from 1 + 0i and multiplies naively: a lone
+# infinite factor's other part becomes NaN (found by the fuzzer, seed 101512).
+@pytest.mark.parametrize("x,dim", [
+    (torch.tensor(complex(-math.inf, 0)), None),
+    (torch.tensor([complex(-math.inf, 0)]), None),
+    (torch.tensor([[complex(math.inf, 0)], [2 + 0j]]), 1),
+    (torch.tensor([complex(math.nan, 0)]), None),
+    (torch.tensor([[1 + 1j, 2 + 0j], [complex(math.inf, 1), 1j]]), 0),
+    (torch.tensor([1 + 2j, 3 - 1j, 0.5 + 0.5j]), None),
+], ids=["0d_neg_inf", "one_inf", "lanes_of_one", "nan", "inf_in_column", "finite"])
+def test_complex_prod_special_values_like_cpu(x, dim):
+    def f(t):
+        return t.prod() if dim is None else t.prod(dim)
+    ref, got = torch.view_as_real(f(x)), torch.view_as_real(f(x.to("tpu")).cpu())
+    assert torch.equal(ref.isnan(), got.isnan()), (ref, got)
+    torch.testing.assert_close(got.nan_to_num(), ref.nan_to_num(), rtol=1e-6, atol=0)

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/elementwise.h"
 #include "ops/lowering.h"
 
 namespace ttpu::ops {
@@ -220,7 +221,17 @@ std::vector<Value> prod(LowerCtx& c) {
   if (acc == ElemType::Pred) acc = ElemType::S64;
   Value xc = c.b.convert(x, acc);
   auto dims = reduce_dims(c, 1, x.type.rank());
-  return {c.b.convert(reduce_to_out(c, xc, dims, shlo::Reducer::Mul, 1), c.out().elem)};
+  Value r = reduce_to_out(c, xc, dims, shlo::Reducer::Mul, 1);
+  // CPU's complex product starts its accumulator at 1 + 0i and multiplies
+  // naively, so a lone infinite factor's other part becomes NaN (prod of a
+  // 0-d -inf + 0i is -inf + nan i). Matched where one factor is all there
+  // is; for longer products the lanes CPU's vectorised loop starts at 1 are
+  // its own (finite values are exact either way).
+  int64_t factors = 1;
+  for (int64_t d : dims) factors *= x.type.dims[d];
+  if (shlo::is_complex(r.type.elem) && factors == 1)
+    r = ew::cmul_naive(c.b, c.b.constant(1.0, r.type.elem, r.type.dims), r);
+  return {c.b.convert(r, c.out().elem)};
 }
 
 Value extreme_init(Builder& b, ElemType t, bool is_max) {
