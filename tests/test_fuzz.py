@@ -113,3 +113,13 @@ def test_flushed_denormal_is_told_from_a_wrong_step():
     normal.steps.append(programs.Step("rsqrt", "torch.rsqrt(x)", (0,), None))
     normal.cpu_outs.append(torch.rsqrt(normal.inputs[0]))
     assert programs.flushed_denormal(normal, 0, torch.tensor([0.5]), [False]) is None
+
+
+def test_programs_stay_small():
+    """Seed 101514 drew an outer product of two large values (4096 x 262144
+    complex, 8.6 GB on CPU) and the sweep was killed by the OOM killer; such
+    a step is drawn again."""
+    from fuzz.ops import OUTER_LIMIT
+    prog = programs.draw(101514)
+    sizes = [o.numel() for o in prog.cpu_outs if isinstance(o, torch.Tensor)]
+    assert max(sizes) <= 2 * OUTER_LIMIT, sizes

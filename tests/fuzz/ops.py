@@ -204,8 +204,13 @@ def op_out(rng, a, b=None):
     return f"{name}(out={dt})", f"torch.{name}(x, y, {out})"
 
 
+OUTER_LIMIT = 1 << 20  # elements of an outer product (matmul/broadcast_add of two flattened values)
+
+
 def op_pair(rng, a, b):
     kind = rng.choice(("cat", "stack", "matmul", "broadcast_add"))
+    if kind in ("matmul", "broadcast_add") and a.numel() * b.numel() > OUTER_LIMIT:
+        raise ValueError("outer product too large")  # seed 101514 drew a 4096 x 262144 one (8.6 GB on CPU): redraw
     codes = {"cat": "torch.cat([x.reshape(-1), y.reshape(-1)])", "stack": "torch.stack([x, x])",
              "matmul": "x.float().reshape(-1, 1) @ y.float().reshape(1, -1)",
              "broadcast_add": "x.reshape(-1, 1) + y.reshape(1, -1)"}
