@@ -37,6 +37,9 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src) {
     dst.neg_();
     return;
   }
+  // one dtype on both sides: the host side moves bits
+  const at::ScalarType bits =
+      src.scalar_type() == dst.scalar_type() ? bits_dtype(src.scalar_type()) : at::ScalarType::Undefined;
   if (dst.is_privateuseone()) {
     c10::DeviceGuard guard(dst.device());
     int dev = device_index(dst);
@@ -47,7 +50,6 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src) {
       if (device_index(src) != dev) value = runtime::client().copy_to_device(*value, dev);
       value = runtime::convert_broadcast(value, to, dev);
     } else {
-      at::ScalarType bits = src.scalar_type() == dst.scalar_type() ? bits_dtype(src.scalar_type()) : at::ScalarType::Undefined;
       at::Tensor host = bits != at::ScalarType::Undefined
                             ? src.to(at::kCPU).view(bits).expand(dst.sizes()).contiguous()
                             : src.to(at::kCPU).to(dst.scalar_type()).expand(dst.sizes()).contiguous();
@@ -60,7 +62,6 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src) {
   BufferPtr value = read(src);
   at::Tensor host = at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
   if (src.numel() > 0) runtime::download(*value, host.data_ptr());
-  at::ScalarType bits = src.scalar_type() == dst.scalar_type() ? bits_dtype(src.scalar_type()) : at::ScalarType::Undefined;
   if (bits != at::ScalarType::Undefined) dst.view(bits).copy_(host.view(bits));
   else dst.copy_(host);
 }

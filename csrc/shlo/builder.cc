@@ -692,10 +692,11 @@ Value Builder::scatter_flat(const Value& flat, const Value& indices, const Value
 
 Value Builder::gather(const Value& operand, const Value& indices, const TensorType& result,
                       const std::string& dimension_numbers, const std::vector<int64_t>& slice_sizes) {
-  if (moves_as_bits(operand.type.elem))
-    return from_bits(gather(to_bits(operand), indices, TensorType{to_bits(operand).type.elem, result.dims},
-                            dimension_numbers, slice_sizes),
+  if (moves_as_bits(operand.type.elem)) {
+    Value bits = to_bits(operand);
+    return from_bits(gather(bits, indices, TensorType{bits.type.elem, result.dims}, dimension_numbers, slice_sizes),
                      operand.type.elem);
+  }
   return op("gather", {operand, indices}, result,
             "dimension_numbers = #stablehlo.gather<" + dimension_numbers +
                 ">, slice_sizes = " + int_array(slice_sizes) + ", indices_are_sorted = false");
