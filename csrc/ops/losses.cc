@@ -261,6 +261,239 @@ std::vector<Value> nll_loss2d_backward(LowerCtx& c) {
   return {b.convert(r, c.out().elem)};
 }
 
+
+// multi_margin_loss over [N, C] (a [C] or 0-d input is one sample): per
+// sample, sum over classes d != y of w[y] * max(0, margin - x[y] + x[d])^p,
+// divided by C. CPU checks every target (RuntimeError "target out of range")
+// and refuses a weight of another dtype.
+// PyTorch's name of a dtype, for CPU's "expected scalar type" message.
+const char* scalar_type_name(ElemType t) {
+  switch (t) {
+    case ElemType::F64: return "Double";
+    case ElemType::F16: return "Half";
+    case ElemType::BF16: return "BFloat16";
+    case ElemType::S64: return "Long";
+    case ElemType::S32: return "Int";
+    case ElemType::S16: return "Short";
+    case ElemType::S8: return "Char";
+    case ElemType::U8: return "Byte";
+    case ElemType::Pred: return "Bool";
+    case ElemType::C64: return "ComplexFloat";
+    case ElemType::C128: return "ComplexDouble";
+    default: return "Float";
+  }
+}
+
+struct MarginParts {
+  Value x;       // acc [N, C]
+  Value z;       // acc [N, C]: margin - x[y] + x[d]
+  Value active;  // pred [N, C]: d != y and z > 0
+  Value w;       // acc [N, C]: w[y] broadcast over d (ones without a weight)
+  Value onehot;  // pred [N, C]: d == y
+};
+
+MarginParts margin_parts(LowerCtx& c, size_t self_arg, ElemType acc) {
+  Builder& b = c.b;
+  const Value& self = c.t(self_arg);
+  int64_t classes = self.type.rank() == 0 ? 1 : self.type.dims.back();
+  int64_t n = self.type.rank() == 2 ? self.type.dims[0] : 1;
+  std::vector<int64_t> nc{n, classes};
+  Value x = b.reshape(b.convert(self, acc), nc);
+  Value tgt = b.reshape(b.convert(c.t(self_arg + 1), ElemType::S64), {n});
+  c.check_range(tgt, 0, classes, {false, "target out of range"});
+  Value onehot = b.compare(Compare::EQ, b.iota(TensorType{ElemType::S64, nc}, 1), b.broadcast_in_dim(tgt, nc, {0}));
+  Value zero = b.constant(0, acc, nc);
+  Value xt = b.reduce(b.select(onehot, x, zero), b.constant(0, acc), {1}, Reducer::Add);
+  Value margin = b.broadcast_in_dim(c.scalar("margin", acc), nc, {});
+  Value z = b.add(b.sub(margin, b.broadcast_in_dim(xt, nc, {0})), x);
+  Value active = b.binary("and", b.compare(Compare::GT, z, zero), b.unary("not", onehot));
+  Value w = b.constant(1, acc, nc);
+  if (c.has("weight")) {
+    const Value& wt = c.t("weight");
+    if (wt.type.elem != self.type.elem)
+      throw std::runtime_error(std::string("expected scalar type ") + scalar_type_name(self.type.elem) +
+                               " but found " + scalar_type_name(wt.type.elem));
+    Value wrow = b.broadcast_in_dim(b.convert(wt, acc), nc, {1});
+    Value wy = b.reduce(b.select(onehot, wrow, zero), b.constant(0, acc), {1}, Reducer::Add);
+    w = b.broadcast_in_dim(wy, nc, {0});
+  }
+  return {x, z, active, w, onehot};
+}
+
+double margin_power(LowerCtx& c) {
+  double p = c.args[c.at("p")].scalar_value;
+  if (p != 1 && p != 2) throw std::runtime_error("only p == 1 and p == 2 supported");
+  return p;
+}
+
+std::vector<Value> multi_margin_loss(LowerCtx& c) {
+  // multi_margin_loss(self, target, p, margin, weight?, reduction)
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out().elem);
+  double p = margin_power(c);
+  MarginParts m = margin_parts(c, 0, acc);
+  const auto& nc = m.x.type.dims;
+  Value h = p == 1 ? m.z : b.mul(m.z, m.z);
+  h = b.select(m.active, b.mul(h, m.w), b.constant(0, acc, nc));
+  Value per = b.div(b.reduce(h, b.constant(0, acc), {1}, Reducer::Add), b.constant(double(nc[1]), acc, {nc[0]}));
+  return {b.convert(b.reshape(reduce_loss(b, per, c.i("reduction")), c.out().dims), c.out().elem)};
+}
+
+std::vector<Value> multi_margin_loss_backward(LowerCtx& c) {
+  // multi_margin_loss_backward(grad_output, self, target, p, margin, weight?, reduction)
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out().elem);
+  double p = margin_power(c);
+  MarginParts m = margin_parts(c, 1, acc);
+  const auto& nc = m.x.type.dims;
+  int64_t reduction = c.i("reduction");
+  double g = 1.0 / (reduction == 1 ? double(nc[0]) * double(nc[1]) : double(nc[1]));
+  Value h = p == 1 ? b.constant(g, acc, nc) : b.mul(b.constant(2 * g, acc, nc), m.z);
+  h = b.select(m.active, b.mul(h, m.w), b.constant(0, acc, nc));
+  Value to_target = b.reduce(h, b.constant(0, acc), {1}, Reducer::Add);
+  Value grad = b.select(m.onehot, b.broadcast_in_dim(neg(b, to_target), nc, {0}), h);
+  Value go = b.convert(c.t(0), acc);
+  go = reduction == 0 ? b.broadcast_in_dim(b.reshape(go, {nc[0]}), nc, {0})
+                      : b.broadcast_in_dim(b.reshape(go, {}), nc, {});
+  return {b.convert(b.reshape(b.mul(grad, go), c.out().dims), c.out().elem)};
+}
+
+// multilabel_margin_loss over [N, C] with targets [N, C]: each row's classes
+// are listed until the first negative entry. Per sample, for each listed
+// class j and each class d not listed: max(0, 1 - x[j] + x[d]), summed and
+// divided by C; is_target marks the listed classes. CPU checks every target
+// entry (listed or not) lies in [-1, C).
+struct MultilabelParts {
+  Value x;        // acc [N, C]
+  Value onehot;   // pred [N, K=C, C]: entry k is listed and names class d
+  Value contrib;  // pred [N, K, C]: the hinge of (k, d) is active
+  Value z;        // acc [N, K, C]
+};
+
+MultilabelParts multilabel_parts(LowerCtx& c, size_t self_arg, const Value* is_target_in, ElemType acc) {
+  Builder& b = c.b;
+  const Value& self = c.t(self_arg);
+  int64_t classes = self.type.rank() == 0 ? 1 : self.type.dims.back();
+  int64_t n = self.type.rank() == 2 ? self.type.dims[0] : 1;
+  std::vector<int64_t> nc{n, classes}, nkc{n, classes, classes};
+  Value x = b.reshape(b.convert(self, acc), nc);
+  Value t = b.reshape(b.convert(c.t(self_arg + 1), ElemType::S64), nc);
+  c.check_range(t, -1, classes, {false, "argument #2 'target' is out of range"});
+  Value k_iota = b.iota(TensorType{ElemType::S64, nc}, 1);
+  Value first_neg = b.reduce(b.select(b.compare(Compare::LT, t, b.constant_int(0, ElemType::S64, nc)), k_iota,
+                                      b.constant_int(classes, ElemType::S64, nc)),
+                             b.constant_int(classes, ElemType::S64), {1}, Reducer::Min);
+  Value listed = b.compare(Compare::LT, k_iota, b.broadcast_in_dim(first_neg, nc, {0}));  // [N, K]
+  Value onehot = b.binary("and", b.compare(Compare::EQ, b.iota(TensorType{ElemType::S64, nkc}, 2),
+                                           b.broadcast_in_dim(t, nkc, {0, 1})),
+                          b.broadcast_in_dim(listed, nkc, {0, 1}));
+  Value is_target = is_target_in
+                        ? b.compare(Compare::NE, b.reshape(*is_target_in, nc), b.constant(0, is_target_in->type.elem, nc))
+                        : b.reduce(onehot, b.constant_int(0, ElemType::Pred), {1}, Reducer::Or);
+  Value xt = b.reduce(b.select(onehot, b.broadcast_in_dim(x, nkc, {0, 2}), b.constant(0, acc, nkc)),
+                      b.constant(0, acc), {2}, Reducer::Add);  // x[t_k], [N, K]
+  Value z = b.add(b.sub(b.constant(1, acc, nkc), b.broadcast_in_dim(xt, nkc, {0, 1})), b.broadcast_in_dim(x, nkc, {0, 2}));
+  Value contrib = b.binary("and", b.compare(Compare::GT, z, b.constant(0, acc, nkc)),
+                           b.binary("and", b.broadcast_in_dim(listed, nkc, {0, 1}),
+                                    b.broadcast_in_dim(b.unary("not", is_target), nkc, {0, 2})));
+  return {x, onehot, contrib, z};
+}
+
+Value is_target_of(Builder& b, const MultilabelParts& m) {
+  return b.reduce(m.onehot, b.constant_int(0, ElemType::Pred), {1}, Reducer::Or);
+}
+
+std::vector<Value> multilabel_margin_loss_forward(LowerCtx& c) {
+  // multilabel_margin_loss_forward(self, target, reduction) -> (output, is_target)
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out(0).elem);
+  MultilabelParts m = multilabel_parts(c, 0, nullptr, acc);
+  const auto& nkc = m.z.type.dims;
+  Value h = b.select(m.contrib, m.z, b.constant(0, acc, nkc));
+  Value per = b.div(b.reduce(h, b.constant(0, acc), {1, 2}, Reducer::Add), b.constant(double(nkc[2]), acc, {nkc[0]}));
+  Value is_target = b.convert(is_target_of(b, m), c.out(1).elem);
+  return {b.convert(b.reshape(reduce_loss(b, per, c.i("reduction")), c.out(0).dims), c.out(0).elem),
+          b.reshape(is_target, c.out(1).dims)};
+}
+
+std::vector<Value> multilabel_margin_loss_backward(LowerCtx& c) {
+  // multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target)
+  Builder& b = c.b;
+  ElemType acc = accumulate_type(c.out().elem);
+  Value is_target = c.t("is_target");
+  MultilabelParts m = multilabel_parts(c, 1, &is_target, acc);
+  const auto& nkc = m.z.type.dims;
+  std::vector<int64_t> nc{nkc[0], nkc[2]};
+  int64_t reduction = c.i("reduction");
+  Value cnt = b.convert(m.contrib, acc);
+  Value plus = b.reduce(cnt, b.constant(0, acc), {1}, Reducer::Add);                        // [N, C]: as x[d]
+  Value per_k = b.reduce(cnt, b.constant(0, acc), {2}, Reducer::Add);                       // [N, K]: as x[t_k]
+  Value minus = b.reduce(b.select(m.onehot, b.broadcast_in_dim(per_k, nkc, {0, 1}), b.constant(0, acc, nkc)),
+                         b.constant(0, acc), {1}, Reducer::Add);                            // [N, C]
+  double g = 1.0 / (reduction == 1 ? double(nc[0]) * double(nc[1]) : double(nc[1]));
+  Value grad = b.mul(b.sub(plus, minus), b.constant(g, acc, nc));
+  Value go = b.convert(c.t(0), acc);
+  go = reduction == 0 ? b.broadcast_in_dim(b.reshape(go, {nc[0]}), nc, {0})
+                      : b.broadcast_in_dim(b.reshape(go, {}), nc, {});
+  return {b.convert(b.reshape(b.mul(grad, go), c.out().dims), c.out().elem)};
+}
+
+std::vector<TensorType> like_self(LowerCtx& c) { return {c.t("self").type}; }
+
+// CPU's kernels read targets as int64 and refuse any other dtype.
+void check_long_target(const TensorType& t) {
+  if (t.elem != ElemType::S64)
+    throw std::runtime_error(std::string("expected scalar type Long but found ") + scalar_type_name(t.elem));
+}
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// CPU's shape checks and result shape: PyTorch's meta function gives [1]
+// where CPU gives a 0-d loss (one sample with a 0-d target, reduction none).
+std::vector<TensorType> multi_margin_infer(LowerCtx& c) {
+  const TensorType& x = c.t("self").type;
+  const TensorType& t = c.t("target").type;
+  int64_t rank = x.rank();
+  if (!((rank == 2 && x.dims[1] != 0) || (rank == 1 && x.dims[0] != 0) || rank == 0))
+    throw std::runtime_error("Expected non-empty vector or matrix with optional 0-dim batch size, but got: " +
+                             dims_str(x.dims));
+  int64_t nframe = rank <= 1 ? 1 : x.dims[0], classes = rank == 0 ? 1 : x.dims.back();
+  if (t.rank() > 1 || t.numel() != nframe)
+    throw std::runtime_error(
+        "multi_margin_loss: target tensor should be 1-D with size equal to the number of input samples (batch "
+        "size). Expected target size [" + std::to_string(nframe) + "], but got " + dims_str(t.dims) +
+        ". Input has shape " + dims_str(x.dims) + ".");
+  if (c.has("weight") && (c.t("weight").type.rank() > 1 || c.t("weight").type.numel() != classes))
+    throw std::runtime_error("inconsistent weight size, expected " + std::to_string(classes) + " but got " +
+                             dims_str(c.t("weight").type.dims));
+  check_long_target(t);
+  if (c.i("reduction") == 0 && t.rank() > 0) return {TensorType{x.elem, {nframe}}};
+  return {TensorType{x.elem, {}}};
+}
+
+// The same for multilabel_margin_loss_forward: (output, is_target).
+std::vector<TensorType> multilabel_infer(LowerCtx& c) {
+  const TensorType& x = c.t("self").type;
+  const TensorType& t = c.t("target").type;
+  int64_t rank = x.rank();
+  if (!((rank == 2 && x.dims[1] != 0) || (rank == 1 && x.dims[0] != 0) || rank == 0))
+    throw std::runtime_error("Expected non-empty vector or matrix with optional 0-dim batch size, but got: " +
+                             dims_str(x.dims));
+  int64_t nframe = rank <= 1 ? 1 : x.dims[0], classes = rank == 0 ? 1 : x.dims.back();
+  bool ok = rank <= 1 ? (t.rank() <= 1 && t.numel() == classes)
+                      : (t.rank() == 2 && t.dims[0] == nframe && t.dims[1] == classes);
+  if (!ok)
+    throw std::runtime_error("inconsistent target size: " + dims_str(t.dims) + " for input of size: " +
+                             dims_str(x.dims));
+  check_long_target(t);
+  TensorType is_target{x.elem, t.dims};
+  if (c.i("reduction") != 0 || t.rank() <= 1) return {TensorType{x.elem, {}}, is_target};
+  return {TensorType{x.elem, {nframe}}, is_target};
+}
 }  // namespace
 
 void append_losses(std::vector<Lowering>& t) {
@@ -278,6 +511,14 @@ void append_losses(std::vector<Lowering>& t) {
   t.push_back({"nll_loss_backward", nll_loss_backward, {"nll_loss_backward+"}});
   t.push_back({"nll_loss2d_forward", nll_loss2d_forward, {"nll_loss2d_forward+"}});
   t.push_back({"nll_loss2d_backward", nll_loss2d_backward, {"nll_loss2d_backward+"}});
+  t.push_back({"multi_margin_loss", multi_margin_loss, {"multi_margin_loss+"}, kScalarValuesInKey,
+               multi_margin_infer});
+  t.push_back({"multi_margin_loss_backward", multi_margin_loss_backward, {"multi_margin_loss_backward+"},
+               kScalarValuesInKey, like_self});
+  t.push_back({"multilabel_margin_loss_forward", multilabel_margin_loss_forward,
+               {"multilabel_margin_loss_forward+"}, 0, multilabel_infer});
+  t.push_back({"multilabel_margin_loss_backward", multilabel_margin_loss_backward,
+               {"multilabel_margin_loss_backward+"}, 0, like_self});
 }
 
 }  // namespace ttpu::ops
