@@ -35,6 +35,8 @@ ArgInfo classify(const c10::Argument& a) {
         info.optional_entries = true;
       } else if (e->kind() == c10::TypeKind::NumberType) {
         info.kind = ops::Arg::ScalarList;
+      } else if (e->kind() == c10::TypeKind::FloatType) {
+        info.kind = ops::Arg::FloatList;  // float[]: compile-time values (histogram's range)
       } else {
         info.kind = ops::Arg::IntList;  // int[], SymInt[], bool[]
       }
@@ -298,6 +300,20 @@ void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::Opera
         for (auto x : a.ints) append_int(key, x);
         key += ']';
         break;
+      case ops::Arg::FloatList: {
+        a.kind = ops::Arg::FloatList;
+        a.doubles.clear();
+        key += 'f';
+        for (const c10::IValue& e : v.toListRef()) {
+          double x = e.toDouble();
+          uint64_t bits;
+          std::memcpy(&bits, &x, sizeof bits);
+          a.doubles.push_back(x);
+          append_int(key, static_cast<int64_t>(bits));
+        }
+        key += ']';
+        break;
+      }
       case ops::Arg::Double: {
         a.kind = ops::Arg::Double;
         a.d = v.toDouble();

@@ -145,6 +145,15 @@ Value reinterpret_flat(Builder& b, const Value& flat, ElemType to) {
   ElemType from = flat.type.elem;
   if (from == to) return flat;
   int64_t n = flat.type.dims.at(0);
+  // complex32 words go through their f16 halves: XLA's simplifier folds two
+  // chained bitcast_converts of different widths (ui32 -> ui8 after f16 ->
+  // ui32) into one with an invalid shape.
+  if (from == ElemType::C32)
+    return reinterpret_flat(b, b.reshape(b.bitcast(flat, TensorType{ElemType::F16, {n, 2}}), {2 * n}), to);
+  if (to == ElemType::C32) {
+    Value halves = reinterpret_flat(b, flat, ElemType::F16);
+    return b.bitcast(b.reshape(halves, {halves.type.dims[0] / 2, 2}), TensorType{to, {halves.type.dims[0] / 2}});
+  }
   // bitcast_convert does not take complex types: go through (real, imag) pairs
   if (shlo::is_complex(from)) {
     TensorType part{part_type(from), {n, 1}};
@@ -447,6 +456,19 @@ const PerTarget<SumRule> kSumDims{plain_sum, {{Target::Cpu, column_sum_as_produc
 }  // namespace
 
 Value sum_dims(Builder& b, const Value& x, const std::vector<int64_t>& dims) { return kSumDims.get()(b, x, dims); }
+
+Value linspace_values(Builder& b, const Value& start0, const Value& end0, int64_t n) {
+  ElemType ct = start0.type.elem;
+  Value start = b.broadcast_in_dim(start0, {n}, {});
+  Value end = b.broadcast_in_dim(end0, {n}, {});
+  if (n == 1) return start;
+  Value step = b.div(b.sub(end, start), b.constant(static_cast<double>(n - 1), ct, {n}));
+  Value i = b.iota(TensorType{ct, {n}}, 0);
+  Value from_start = b.add(start, b.mul(i, step));
+  Value from_end = b.sub(end, b.mul(b.sub(b.constant(static_cast<double>(n - 1), ct, {n}), i), step));
+  Value half = b.constant(static_cast<double>(n / 2), ct, {n});
+  return b.select(b.compare(shlo::Compare::LT, i, half), from_start, from_end);
+}
 
 Value reduce_loss(Builder& b, const Value& l, int64_t reduction) {
   if (reduction == 0) return l;

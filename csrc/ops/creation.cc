@@ -41,17 +41,7 @@ std::vector<Value> linspace(LowerCtx& c) {
   bool cplx = shlo::is_complex(out);
   ElemType ct = cplx ? part_type(out) : range_compute(out);
   if (shlo::is_integral(out)) ct = ElemType::F64;
-  auto line = [&](Value start, Value end) {
-    start = b.broadcast_in_dim(start, {n}, {});
-    end = b.broadcast_in_dim(end, {n}, {});
-    if (n == 1) return start;
-    Value step = b.div(b.sub(end, start), b.constant(static_cast<double>(n - 1), ct, {n}));
-    Value i = b.iota(TensorType{ct, {n}}, 0);
-    Value from_start = b.add(start, b.mul(i, step));
-    Value from_end = b.sub(end, b.mul(b.sub(b.constant(static_cast<double>(n - 1), ct, {n}), i), step));
-    Value half = b.constant(static_cast<double>(n / 2), ct, {n});
-    return b.select(b.compare(shlo::Compare::LT, i, half), from_start, from_end);
-  };
+  auto line = [&](const Value& start, const Value& end) { return linspace_values(b, start, end, n); };
   if (cplx) {
     Value s = c.scalar(0, out), e = c.scalar(1, out);
     TensorType pt{ct, {}};

@@ -23,7 +23,7 @@ using shlo::Value;
 // values (runtime inputs); everything else is a compile-time attribute that
 // is part of the cache key.
 struct Arg {
-  enum Kind { None, Tensor, TensorList, Scalar, ScalarList, Int, IntList, Double, Bool, String, DType, Generator };
+  enum Kind { None, Tensor, TensorList, Scalar, ScalarList, Int, IntList, Double, Bool, String, DType, Generator, FloatList };
   Kind kind = None;
   std::vector<Value> values;  // Tensor: 1, TensorList: n, Scalar: 1 (0-d), ScalarList: 1 (1-D), Generator: state
   std::vector<bool> present;  // TensorList with optional entries (Tensor?[])
@@ -32,6 +32,7 @@ struct Arg {
   bool b = false;
   std::string s;
   std::vector<int64_t> ints;
+  std::vector<double> doubles;  // FloatList (float[]): compile-time values
   ElemType dtype = ElemType::F32;
   bool scalar_is_float = false;  // Scalar: the Python value was a float
   double scalar_value = 0;       // Scalar: its value, usable only with kScalarValuesInKey
@@ -247,6 +248,10 @@ Value ew_in(LowerCtx& c, size_t i, ElemType compute);
 Value ew_scalar(LowerCtx& c, size_t i, const Value& like);
 ElemType float_compute(LowerCtx& c);
 std::vector<Value> as_out(LowerCtx& c, const Value& v);
+// n evenly spaced values from start to end (0-d, of the compute type) as
+// PyTorch's linspace places them: the first half stepping up from start, the
+// second half stepping down from end, so both ends are exact.
+Value linspace_values(Builder& b, const Value& start, const Value& end, int64_t n);
 // Stable sort of `x` along `dim` with its positions: (values, s64 indices).
 std::pair<Value, Value> sort_with_indices(Builder& b, const Value& x, int64_t dim, bool descending);
 // Inclusive prefix sum (or product) along dim in O(n log n) elementwise work.

@@ -1,10 +1,12 @@
 // Sorting, selection and scans: sort/topk/kthvalue/median/mode, cumulative
-// sum/prod/max/min and logcumsumexp, searchsorted/bucketize, isin, histc.
+// sum/prod/max/min and logcumsumexp, searchsorted/bucketize, isin, histc,
+// histogram and histogramdd.
 // NaN sorts above everything and -0.0 equals 0.0, as on CPU.
 
 #include <climits>
 #include <cmath>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "ops/lowering.h"
@@ -357,6 +359,276 @@ std::vector<Value> histc(LowerCtx& c) {
   return {b.convert(counts, out.elem)};
 }
 
+// histogram / histogramdd as CPU computes them. An input [..., D] is a set of
+// points with D coordinates (histogram: every element is a point, D = 1).
+// Dimension k's edges are bins[k] + 1 values of linspace(left, right) in the
+// input dtype, where (left, right) is the given range, else the data's
+// minimum and maximum (0 and 1 without data), widened by 0.5 each way when
+// equal; a non-finite range is refused (a device-side check when it comes
+// from the data). A point counts in the bin with edges[j] <= x < edges[j+1]
+// (the last bin keeps its right edge) when all its coordinates lie within
+// the edges; a weight replaces the count of one; density divides by the
+// total and by each dimension's bin widths. Edge tensors given by the caller
+// are used as they are.
+std::string fmt_double(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string fmt_dims(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+const char* dtype_word(ElemType t) { return t == ElemType::F64 ? "double" : t == ElemType::F32 ? "float" : "other"; }
+
+// CPU's argument checks (histogramdd_check_inputs and friends); `histogram`:
+// the 1-D op, whose input is flattened into points and whose bins must be
+// positive under its own name.
+void hist_check_inputs(LowerCtx& c, bool histogram, const std::vector<int64_t>* bin_ct,
+                       const std::vector<Value>* bin_edges) {
+  const TensorType& x = c.t("self").type;
+  if (!histogram && x.rank() < 2)
+    throw std::runtime_error("torch.histogramdd: input tensor should have at least 2 dimensions");
+  int64_t dims = histogram ? 1 : x.dims.back();
+  size_t given = bin_ct ? bin_ct->size() : bin_edges->size();
+  if (bin_ct && static_cast<int64_t>(given) != dims)
+    throw std::runtime_error("histogramdd: The size of bins must be equal to the innermost dimension of the input.");
+  if (static_cast<int64_t>(given) != dims)
+    throw std::runtime_error("torch.histogramdd: expected " + std::to_string(dims) +
+                             " sequences of bin edges for a " + std::to_string(dims) +
+                             "-dimensional histogram but got " + std::to_string(given));
+  for (int64_t k = 0; bin_edges && k < dims; ++k) {
+    const TensorType& e = (*bin_edges)[k].type;
+    std::string kk = std::to_string(k);
+    if (e.elem != x.elem)
+      throw std::runtime_error(std::string("torch.histogramdd: input tensor and bins tensors should have the same "
+                                           "dtype, but got input with dtype ") + dtype_word(x.elem) +
+                               " and bins for dimension " + kk + " with dtype " + dtype_word(e.elem));
+    if (e.rank() != 1)
+      throw std::runtime_error("torch.histogramdd: bins tensor should have one dimension, but got " +
+                               std::to_string(e.rank()) + " dimensions in the bins tensor for dimension " + kk);
+    if (e.numel() == 0)
+      throw std::runtime_error("torch.histogramdd: bins tensor should have at least 1 element, but got 0 elements "
+                               "in the bins tensor for dimension " + kk);
+  }
+  if (c.has("weight")) {
+    const TensorType& w = c.t("weight").type;
+    if (w.elem != x.elem)
+      throw std::runtime_error(std::string("torch.histogramdd: if weight tensor is provided, input tensor and weight "
+                                           "tensor should have the same dtype, but got input(") + dtype_word(x.elem) +
+                               "), and weight(" + dtype_word(w.elem) + ")");
+    bool ok = histogram ? w.numel() == x.numel()
+                        : std::vector<int64_t>(x.dims.begin(), x.dims.end() - 1) == w.dims;
+    if (!ok) {
+      std::vector<int64_t> xd = histogram ? std::vector<int64_t>{x.numel(), 1} : x.dims;
+      std::vector<int64_t> wd = histogram ? std::vector<int64_t>{w.numel()} : w.dims;
+      throw std::runtime_error("torch.histogramdd: if weight tensor is provided it should have the same shape as the "
+                               "input tensor excluding its innermost dimension, but got input with shape " +
+                               fmt_dims(xd) + " and weight with shape " + fmt_dims(wd));
+    }
+  }
+  for (int64_t k = 0; k < dims; ++k) {
+    int64_t bins = bin_ct ? (*bin_ct)[k] : (*bin_edges)[k].type.numel() - 1;
+    if (bins <= 0)
+      throw std::runtime_error("torch.histogram(): bins must be > 0, but got " + std::to_string(bins) +
+                               " for dimension " + std::to_string(k));
+  }
+  if (bin_ct && c.has("range")) {
+    const auto& r = c.args[c.at("range")].doubles;
+    if (static_cast<int64_t>(r.size()) != 2 * dims)
+      throw std::runtime_error("torch.histogramdd: for a " + std::to_string(dims) +
+                               "-dimensional histogram range should have " + std::to_string(2 * dims) +
+                               " elements, but got " + std::to_string(r.size()));
+    for (int64_t k = 0; k < dims; ++k) {
+      double lo = r[2 * k], hi = r[2 * k + 1];
+      if (!std::isfinite(lo) || !std::isfinite(hi))
+        throw std::runtime_error("torch.histogramdd: dimension " + std::to_string(k) + "'s range [" + fmt_double(lo) +
+                                 ", " + fmt_double(hi) + "] is not finite");
+      if (lo > hi)
+        throw std::runtime_error("torch.histogramdd: min should not exceed max, but got min " + fmt_double(lo) +
+                                 " max " + fmt_double(hi) + " for dimension " + std::to_string(k));
+    }
+  }
+}
+
+// The input as points [N, D]; CPU computes histograms for float and double only.
+Value hist_points(LowerCtx& c, bool histogram) {
+  const Value& x = c.t("self");
+  if (x.type.elem != ElemType::F32 && x.type.elem != ElemType::F64)
+    throw shlo::ElementTypeError("histogram of " + x.type.str());
+  int64_t d = histogram ? 1 : x.type.dims.back();
+  return c.b.reshape(x, {x.type.numel() / std::max<int64_t>(d, 1), d});
+}
+
+// Edges of each dimension from bin counts (see above).
+std::vector<Value> hist_edges_from_counts(LowerCtx& c, const Value& pts, const std::vector<int64_t>& bins) {
+  Builder& b = c.b;
+  ElemType et = pts.type.elem;
+  int64_t n = pts.type.dims[0], dims = pts.type.dims[1];
+  std::vector<Value> out;
+  bool ranged = c.has("range");
+  Value bad_dim = b.constant_int(kCheckPassed, ElemType::S64);
+  std::vector<Value> lefts, rights;
+  for (int64_t k = 0; k < dims; ++k) {
+    Value lo, hi;
+    if (ranged) {
+      lo = b.constant(c.args[c.at("range")].doubles[2 * k], ElemType::F64);
+      hi = b.constant(c.args[c.at("range")].doubles[2 * k + 1], ElemType::F64);
+    } else if (n == 0) {
+      lo = b.constant(0, ElemType::F64);
+      hi = b.constant(1, ElemType::F64);
+    } else {
+      Value col = b.reshape(b.slice(pts, {0, k}, {n, k + 1}, {1, 1}), {n});
+      Value finite = b.reduce(b.op("is_finite", {col}, TensorType{ElemType::Pred, {n}}), b.constant_int(1, ElemType::Pred), {0}, Reducer::And);
+      bad_dim = b.select(finite, bad_dim, b.constant_int(k, ElemType::S64));
+      lo = b.convert(b.reduce(col, b.constant(INFINITY, et), {0}, Reducer::Min), ElemType::F64);
+      hi = b.convert(b.reduce(col, b.constant(-INFINITY, et), {0}, Reducer::Max), ElemType::F64);
+    }
+    Value same = b.compare(Compare::EQ, lo, hi);
+    lo = b.select(same, b.sub(lo, b.constant(0.5, ElemType::F64)), lo);
+    hi = b.select(same, b.add(hi, b.constant(0.5, ElemType::F64)), hi);
+    out.push_back(linspace_values(b, b.convert(lo, et), b.convert(hi, et), bins[k] + 1));
+  }
+  if (!ranged && n > 0)
+    c.check(b.compare(Compare::EQ, bad_dim, b.constant_int(kCheckPassed, ElemType::S64)), bad_dim,
+            {false, "torch.histogramdd: dimension {}'s range is not finite (the input holds inf or nan)"});
+  return out;
+}
+
+Value hist_scatter(LowerCtx& c, const Value& pts, const std::vector<Value>& edges, int64_t total);
+
+// The histogram [bins_0, ..., bins_{D-1}] of the points over the given edges.
+Value hist_count(LowerCtx& c, const Value& pts, const std::vector<Value>& edges, const TensorType& out) {
+  Builder& b = c.b;
+  ElemType et = pts.type.elem;
+  int64_t n = pts.type.dims[0], dims = pts.type.dims[1];
+  int64_t total = out.numel();
+  Value hist = b.constant(0, et, out.dims);
+  if (n > 0 && total > 0) hist = b.reshape(hist_scatter(c, pts, edges, total), out.dims);
+  if (c.flag("density")) {
+    std::vector<int64_t> all;
+    for (int64_t k = 0; k < hist.type.rank(); ++k) all.push_back(k);
+    Value sum = b.reduce(hist, b.constant(0, et), all, Reducer::Add);
+    hist = b.div(hist, b.broadcast_in_dim(sum, out.dims, {}));
+    for (int64_t k = 0; k < dims; ++k) {
+      const Value& e = edges[k];
+      int64_t m = e.type.dims[0];
+      if (m < 2) continue;
+      Value width = b.sub(b.slice(e, {1}, {m}, {1}), b.slice(e, {0}, {m - 1}, {1}));
+      hist = b.div(hist, b.broadcast_in_dim(width, out.dims, {k}));
+    }
+  }
+  return hist;
+}
+
+// Weights (or ones) of the points within the edges, added into their bins: [total].
+Value hist_scatter(LowerCtx& c, const Value& pts, const std::vector<Value>& edges, int64_t total) {
+  Builder& b = c.b;
+  ElemType et = pts.type.elem;
+  int64_t n = pts.type.dims[0], dims = pts.type.dims[1];
+  Value flat = b.constant_int(0, ElemType::S64, {n});
+  Value inside = b.constant_int(1, ElemType::Pred, {n});
+  int64_t stride = total;
+  for (int64_t k = 0; k < dims; ++k) {
+    const Value& e = edges[k];
+    int64_t m = e.type.dims[0], bins = std::max<int64_t>(m - 1, 1);
+    stride /= bins;
+    Value col = b.reshape(b.slice(pts, {0, k}, {n, k + 1}, {1, 1}), {n});
+    Value first = b.broadcast_in_dim(b.reshape(b.slice(e, {0}, {1}, {1}), {}), {n}, {});
+    Value last = b.broadcast_in_dim(b.reshape(b.slice(e, {m - 1}, {m}, {1}), {}), {n}, {});
+    inside = b.binary("and", inside, b.binary("and", b.compare(Compare::GE, col, first), b.compare(Compare::LE, col, last)));
+    Value idx = b.constant_int(0, ElemType::S64, {n});
+    if (m > 2) {  // the interior edges at or below x
+      Value interior = b.slice(e, {1}, {m - 1}, {1});
+      std::vector<int64_t> grid{n, m - 2};
+      Value ge = b.compare(Compare::GE, b.broadcast_in_dim(col, grid, {0}), b.broadcast_in_dim(interior, grid, {1}));
+      idx = b.reduce(b.convert(ge, ElemType::S64), b.constant_int(0, ElemType::S64), {1}, Reducer::Add);
+    }
+    flat = b.add(flat, b.mul(idx, b.constant_int(stride, ElemType::S64, {n})));
+  }
+  Value w = c.has("weight") ? b.reshape(c.t("weight"), {n}) : b.constant(1, et, {n});
+  w = b.select(inside, w, b.constant(0, et, {n}));
+  Reducer add = Reducer::Add;
+  std::string dn = "inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1";
+  return b.scatter(b.constant(0, et, {total}), b.reshape(flat, {n, 1}), w, dn, &add);
+}
+
+std::vector<int64_t> hist_bins(LowerCtx& c, bool histogram) {
+  return histogram ? std::vector<int64_t>{c.i("bins")} : c.ints("bins");
+}
+
+std::vector<Value> histogram_bin_ct(LowerCtx& c) {
+  // histogram.bin_ct(self, bins, *, range?, weight?, density) -> (hist, bin_edges)
+  Value pts = hist_points(c, true);
+  std::vector<Value> edges = hist_edges_from_counts(c, pts, hist_bins(c, true));
+  return {hist_count(c, pts, edges, c.out(0)), edges[0]};
+}
+
+std::vector<Value> histogram_bins_tensor(LowerCtx& c) {
+  // histogram.bins_tensor(self, bins, *, weight?, density) -> (hist, bin_edges)
+  Value pts = hist_points(c, true);
+  std::vector<Value> edges{c.t("bins")};
+  return {hist_count(c, pts, edges, c.out(0)), edges[0]};
+}
+
+std::vector<Value> histogramdd_bin_edges(LowerCtx& c) {
+  // _histogramdd_bin_edges(self, bins, *, range?, weight?, density) -> Tensor[]
+  return hist_edges_from_counts(c, hist_points(c, false), hist_bins(c, false));
+}
+
+std::vector<Value> histogramdd_from_bin_cts(LowerCtx& c) {
+  // _histogramdd_from_bin_cts(self, bins, *, range?, weight?, density)
+  Value pts = hist_points(c, false);
+  return {hist_count(c, pts, hist_edges_from_counts(c, pts, hist_bins(c, false)), c.out(0))};
+}
+
+std::vector<Value> histogramdd_from_bin_tensors(LowerCtx& c) {
+  // _histogramdd_from_bin_tensors(self, bins: Tensor[], *, weight?, density)
+  Value pts = hist_points(c, false);
+  return {hist_count(c, pts, c.list(c.at("bins")), c.out(0))};
+}
+
+// Result types (PyTorch has no meta functions for these), after CPU's checks.
+std::vector<TensorType> histogram_bin_ct_infer(LowerCtx& c) {
+  std::vector<int64_t> bins = hist_bins(c, true);
+  hist_check_inputs(c, true, &bins, nullptr);
+  ElemType et = c.t("self").type.elem;
+  return {TensorType{et, {bins[0]}}, TensorType{et, {bins[0] + 1}}};
+}
+
+std::vector<TensorType> histogram_bins_tensor_infer(LowerCtx& c) {
+  std::vector<Value> edges{c.t("bins")};
+  hist_check_inputs(c, true, nullptr, &edges);
+  ElemType et = c.t("self").type.elem;
+  int64_t m = edges[0].type.dims[0];
+  return {TensorType{et, {m - 1}}, TensorType{et, {m}}};
+}
+
+std::vector<TensorType> histogramdd_bin_edges_infer(LowerCtx& c) {
+  std::vector<int64_t> bins = hist_bins(c, false);
+  hist_check_inputs(c, false, &bins, nullptr);
+  std::vector<TensorType> r;
+  for (int64_t k : bins) r.push_back(TensorType{c.t("self").type.elem, {k + 1}});
+  return r;
+}
+
+std::vector<TensorType> histogramdd_from_bin_cts_infer(LowerCtx& c) {
+  std::vector<int64_t> bins = hist_bins(c, false);
+  hist_check_inputs(c, false, &bins, nullptr);
+  return {TensorType{c.t("self").type.elem, bins}};
+}
+
+std::vector<TensorType> histogramdd_from_bin_tensors_infer(LowerCtx& c) {
+  const std::vector<Value>& edges = c.list(c.at("bins"));
+  hist_check_inputs(c, false, nullptr, &edges);
+  std::vector<int64_t> dims;
+  for (const Value& e : edges) dims.push_back(e.type.dims[0] - 1);
+  return {TensorType{c.t("self").type.elem, dims}};
+}
+
 std::vector<Value> mode(LowerCtx& c) {
   // mode(self, dim, keepdim) -> (values, indices): the smallest of the most
   // frequent values and the last position holding it.
@@ -439,6 +711,14 @@ void append_sort_scan(std::vector<Lowering>& t) {
   t.push_back({"isin_ts", [](LowerCtx& c) { return isin(c, 1); }, {"isin.Tensor_Scalar+"}});
   t.push_back({"isin_st", [](LowerCtx& c) { return isin(c, 2); }, {"isin.Scalar_Tensor+"}});
   t.push_back({"histc", histc, {"histc+"}});
+  t.push_back({"histogram", histogram_bin_ct, {"histogram.bin_ct+"}, 0, histogram_bin_ct_infer});
+  t.push_back({"histogram", histogram_bins_tensor, {"histogram.bins_tensor+"}, 0, histogram_bins_tensor_infer});
+  t.push_back({"histogramdd_bin_edges", histogramdd_bin_edges, {"_histogramdd_bin_edges+"}, 0,
+               histogramdd_bin_edges_infer});
+  t.push_back({"histogramdd", histogramdd_from_bin_cts, {"_histogramdd_from_bin_cts+"}, 0,
+               histogramdd_from_bin_cts_infer});
+  t.push_back({"histogramdd", histogramdd_from_bin_tensors, {"_histogramdd_from_bin_tensors+"}, 0,
+               histogramdd_from_bin_tensors_infer});
   t.push_back({"mode", mode, {"mode+"}});
 }
 
