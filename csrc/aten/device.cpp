@@ -41,6 +41,7 @@ ElemType elem_of(at::ScalarType t) {
     case at::kDouble: return ElemType::F64;
     case at::kComplexFloat: return ElemType::C64;
     case at::kComplexDouble: return ElemType::C128;
+    case at::kComplexHalf: return ElemType::C32;
     case at::kFloat8_e4m3fn: return ElemType::F8E4M3FN;
     case at::kFloat8_e5m2: return ElemType::F8E5M2;
     case at::kFloat8_e4m3fnuz: return ElemType::F8E4M3FNUZ;
@@ -50,7 +51,7 @@ ElemType elem_of(at::ScalarType t) {
     default: break;
   }
   TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: dtype ", t, " is not supported on 'tpu'; supported: bool, int8/16/32/64, "
-                   "uint8/16/32/64, float16, bfloat16, float32, float64, complex64/128, float8_e4m3fn/e5m2/"
+                   "uint8/16/32/64, float16, bfloat16, float32, float64, complex32/64/128, float8_e4m3fn/e5m2/"
                    "e4m3fnuz/e5m2fnuz/e8m0fnu, float4_e2m1fn_x2");
 }
 
@@ -71,6 +72,7 @@ at::ScalarType scalar_type_of(ElemType t) {
     case ElemType::F64: return at::kDouble;
     case ElemType::C64: return at::kComplexFloat;
     case ElemType::C128: return at::kComplexDouble;
+    case ElemType::C32: return at::kComplexHalf;
     case ElemType::F8E4M3FN: return at::kFloat8_e4m3fn;
     case ElemType::F8E5M2: return at::kFloat8_e5m2;
     case ElemType::F8E4M3FNUZ: return at::kFloat8_e4m3fnuz;

@@ -17,6 +17,9 @@ namespace ttpu::aten {
 
 namespace {
 
+// The type a lowering computes a stored type in (complex32 in complex64).
+ElemType widened(ElemType t) { return t == ElemType::C32 ? ElemType::C64 : t; }
+
 // Runs the op on zero-filled CPU twins of the tpu tensors (same sizes and
 // strides) so that CPU's own checks raise their error; the CPU result is
 // discarded. For error paths only: it allocates the real sizes.
@@ -109,6 +112,30 @@ void check_empty_inputs(const c10::OperatorHandle& op, const std::vector<c10::IV
     run_on_cpu_twins(op, args);
   } catch (const c10::IndexError&) {
     throw;
+  } catch (const std::exception&) {
+  }
+}
+
+// complex32 is half supported on CPU (add, mul and data movement, not exp
+// or sum): a new signature with a complex32 tensor or result runs once on CPU twins
+// and raises CPU's refusal, which names the dtype. Other errors of the zero
+// twins are not CPU's answer for the real values and are ignored.
+void check_complex32(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                     const std::vector<TensorType>& outs) {
+  bool c32 = false;
+  for (const TensorType& t : outs) c32 = c32 || t.elem == ElemType::C32;  // f16 / (1+2j)
+  auto see = [&](const at::Tensor& t) { c32 = c32 || (t.defined() && t.scalar_type() == at::kComplexHalf); };
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) see(v.toTensor());
+    else if (v.isTensorList()) for (const at::Tensor& t : v.toTensorVector()) see(t);
+  }
+  if (!c32 || !twins_are_small(args)) return;
+  try {
+    run_on_cpu_twins(op, args);
+  } catch (const c10::NotImplementedError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    if (std::string(e.what_without_backtrace()).find("ComplexHalf") != std::string::npos) throw;
   } catch (const std::exception&) {
   }
 }
@@ -455,6 +482,7 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
   } else if (m.layout) {
     sig.layouts = result_layouts(op, args);  // a lowering that infers its result types (convolution, cat)
   }
+  check_complex32(op, args, sig.outs);
   if (m.layout) {
     std::lock_guard<std::mutex> lock(signatures_mutex_);
     layouts_[m.key] = std::make_shared<const std::vector<ResultLayout>>(sig.layouts);
@@ -507,7 +535,19 @@ runtime::BuiltModule TableKernel::build(const c10::OperatorHandle& op, const std
 TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo::Value>& in_values,
                                        const Signature& sig, bool known) const {
   std::vector<ops::Arg> largs = sig.args;
-  std::optional<shlo::Value> rng = bind(largs, sig.takes, sig.rng, in_values);
+  // complex32 is a storage type only: lowerings see complex64 values and
+  // result types, and the results are rounded back to complex32 below (CPU
+  // computes ComplexHalf ops in complex<float> and rounds each result too).
+  std::vector<shlo::Value> values = in_values;
+  std::optional<at::ScalarType> promoted;  // of the inputs' dtypes, when one is complex32
+  for (shlo::Value& v : values)
+    if (v.type.elem == ElemType::C32) promoted = at::kComplexHalf;
+  if (promoted)
+    for (shlo::Value& v : values) {
+      promoted = at::promoteTypes(*promoted, scalar_type_of(v.type.elem));
+      v = b.convert(v, widened(v.type.elem));
+    }
+  std::optional<shlo::Value> rng = aten::bind(largs, sig.takes, sig.rng, values);
   const size_t writebacks = lowering_->writeback_args.size();
   std::vector<TensorType> outs = sig.outs;
   std::vector<bool> present = sig.present;
@@ -515,13 +555,19 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
     outs.resize(outs.size() - writebacks);
     present.resize(present.size() - writebacks);
   }
-  ops::LowerCtx ctx{b, largs, outs, present, sig.common, sig.precision, {}};
+  std::vector<TensorType> computed = outs;
+  for (TensorType& t : computed) t.elem = widened(t.elem);
+  ops::LowerCtx ctx{b, largs, computed, present, widened(sig.common), sig.precision, {}};
   ctx.names = sig.names;
   if (rng) ctx.rng.push_back(*rng);
   if (lowering_->infer && !known) {
     outs = lowering_->infer(ctx);
     present = ctx.present;
     ctx.outs = outs;
+    // An inferred complex64 result of complex32 inputs is complex32 (cat).
+    if (promoted == at::kComplexHalf)
+      for (TensorType& t : outs)
+        if (t.elem == ElemType::C64) t.elem = ElemType::C32;
   }
   std::vector<shlo::Value> results = lowering_->fn(ctx);
   TORCH_CHECK(results.size() == outs.size() + writebacks, "torch_tpu internal error: lowering '", lowering_->name,

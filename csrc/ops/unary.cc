@@ -85,6 +85,8 @@ std::vector<Value> sigmoid_fwd(LowerCtx& c) {
   return finish(c, cdiv_smith(c.b, one, c.b.add(one, cexp_c99(c.b, neg(c.b, x)))));
 }
 
+Value is_finite(Builder& b, const Value& x);
+
 std::vector<Value> sign(LowerCtx& c) {
   ElemType ct = accumulate_type(c.out().elem);
   if (ct == ElemType::Pred) return {in(c, 0, ct)};
@@ -97,6 +99,18 @@ std::vector<Value> sign(LowerCtx& c) {
     Value pos = c.b.convert(c.b.compare(Compare::GT, x, cst(c, 0, x)), ct);
     Value neg = c.b.convert(c.b.compare(Compare::LT, x, cst(c, 0, x)), ct);
     return finish(c, c.b.sub(pos, neg));
+  }
+  if (shlo::is_complex(ct)) {
+    // CPU's element-at-a-time kernel divides z by (|z|, 0) as complex
+    // numbers: an infinite or NaN |z| gives NaN in both parts
+    // (stablehlo.sign gives (nan, -0) for inf-2j). CPU's vectorised loop
+    // divides part by part instead ((0, nan) for 0+infj), so CPU's own answer
+    // for infinities depends on an element's position; we give the former.
+    auto [re, im] = parts(c.b, x);
+    Value mag = cabs_c99(c.b, re, im);
+    Value nan_part = c.b.constant(std::nan(""), re.type.elem, x.type.dims);
+    Value nan = c.b.op("complex", {nan_part, nan_part}, x.type);
+    return finish(c, c.b.select(is_finite(c.b, mag), c.b.unary("sign", x), nan));
   }
   return finish(c, c.b.unary("sign", x));
 }

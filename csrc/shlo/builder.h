@@ -16,6 +16,11 @@ enum class ElemType : uint8_t {
   F16, BF16, F32, F64, C64, C128, F8E4M3FN, F8E5M2,
   F8E4M3FNUZ, F8E5M2FNUZ, F8E8M0FNU,  // float8 variants (E8M0: MX block scales)
   F4E2M1FNX2,  // two float4 e2m1 values per byte: opaque bytes (ui8) on the device, as PyTorch holds them
+  // complex32 (ComplexHalf): an f16 (real, imag) pair held as one opaque ui32
+  // (real in the low half, as PyTorch lays it out). StableHLO has no
+  // complex<f16>: convert() decodes it to complex64 and encodes back, and
+  // lowerings compute in complex64 (the ATen layer widens at the boundary).
+  C32,
 };
 
 const char* mlir_name(ElemType t);   // "f32", "i1", "ui8", ...
