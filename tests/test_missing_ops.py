@@ -203,6 +203,11 @@ def test_masked_select_out():
     x = make_tensor((3, 4), seed=19)
     check(lambda t: torch.masked_select(t, t > 0, out=torch.empty(0, device=t.device)), x)
     same_error_and_words(lambda t: torch.masked_select(t, t > 0, out=torch.empty(0, dtype=torch.float64, device=t.device)), x)
+    # an out whose elements share memory, or that is the input: CPU's overlap errors (it wrote before)
+    m = torch.tensor([True, False, True])
+    same_error_and_words(lambda t, m: torch.masked_select(t, m, out=torch.zeros(1, device=t.device).expand(2)),
+                         torch.arange(3.0), m)
+    same_error_and_words(lambda t, m: torch.masked_select(t, m, out=t[:2]), torch.arange(3.0), m)
 
 
 # -- ZeroTensor (autograd's known-zero gradients) --------------------------------
@@ -356,3 +361,42 @@ def test_logcumsumexp_complex(dtype):
     z = torch.complex(make_tensor((3, 6), seed=22, dtype=torch.float64) * 3, make_tensor((3, 6), seed=23, dtype=torch.float64))
     check(lambda t: torch.logcumsumexp(t, 1), z.to(dtype), atol=1e-5, rtol=1e-5)
     check(lambda t: torch.logcumsumexp(t, 0), z.to(dtype), atol=1e-5, rtol=1e-5)
+
+
+# -- complex logaddexp and renorm (CPU computes them; they were refused) -------
+
+def complex_operands(n=24, seed=11, dtype=torch.complex64):
+    g = torch.Generator().manual_seed(seed)
+    return torch.complex(torch.randn(n, generator=g) * 3, torch.randn(n, generator=g) * 3).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=["c64", "c128"])
+def test_complex_logaddexp(dtype):
+    x, y = complex_operands(dtype=dtype), complex_operands(seed=12, dtype=dtype)
+    check(torch.logaddexp, x, y, atol=1e-5, rtol=1e-5)
+    check(torch.logaddexp, x, x, atol=1e-5, rtol=1e-5)  # equal real parts: log1p(exp(0)) + x
+    check(torch.logaddexp, x, y[:1], atol=1e-5, rtol=1e-5)  # broadcast
+
+
+def test_complex_logaddexp_special_values():
+    # NaN in any part is NaN + NaNj; equal infinite real parts: -inf keeps the smaller operand,
+    # +inf is log(exp(a) + exp(b)); one infinite operand dominates
+    vals = [complex(NAN, 0), complex(0, NAN), complex(-INF, 1), complex(-INF, -2), complex(INF, 0.5),
+            complex(INF, 0), complex(2, 0), complex(-1, 3), complex(0, 0), complex(1e30, 1)]
+    a = torch.tensor([v for v in vals for _ in vals], dtype=torch.complex64)
+    b = torch.tensor([w for _ in vals for w in vals], dtype=torch.complex64)
+    check(torch.logaddexp, a, b, atol=1e-6, rtol=1e-6)
+
+
+def test_complex_logaddexp2_refused_like_cpu():
+    x = complex_operands()
+    same_error_and_words(lambda t: torch.logaddexp2(t, t), x)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3.5, float("inf")])
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=["c64", "c128"])
+def test_complex_renorm(p, dtype):
+    x = complex_operands(24, dtype=dtype).reshape(4, 3, 2)
+    for dim in (0, 1, -1):
+        check(lambda t: torch.renorm(t, p, dim, 2.5), x, atol=1e-5, rtol=1e-5)
+    check(lambda t: t.clone().renorm_(p, 0, 0.5), x, atol=1e-5, rtol=1e-5)

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 
 #include "aten/native_kernels.h"
@@ -147,6 +148,10 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
 
 at::Tensor& masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  // CPU's checks of the written-to tensor, in its order
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, mask);
   at::Tensor r = ttpu::aten::masked_select(self, mask);
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);

@@ -341,6 +341,8 @@ Value logaddexp_base(Builder& b, const Value& x, const Value& y, double ln_base)
 template <int Base>
 std::vector<Value> logaddexp(LowerCtx& c) {
   Value x = ew_in(c, 0, float_compute(c)), y = ew_in(c, 1, float_compute(c));
+  // complex: CPU's helper (logaddexp2 of complex is refused: max has no complex form)
+  if (Base == 0 && shlo::is_complex(x.type.elem)) return as_out(c, clogaddexp_cpu(c.b, x, y));
   return as_out(c, logaddexp_base(c.b, x, y, Base == 2 ? std::log(2.0) : 1.0));
 }
 

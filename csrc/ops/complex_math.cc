@@ -160,6 +160,41 @@ Value csqrt_c99(Builder& b, const Value& z) {
 // (a + ib) / (c + id) by Smith's algorithm, as c10::complex divides (and
 // NumPy): the ratio of the smaller to the larger part of the divisor scales
 // the result, so no square overflows; 0 / 0 gives a / |c| and b / |d|.
+// log1p(z) as c10::complex computes it: the angle atan2(im, re + 1), the
+// modulus' logarithm through log1p(re (2 + re) + im^2) when |z| < 0.5 (re
+// itself when that underflows to 0), else log(hypot(re + 1, im)).
+Value clog1p_c10(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  Value one = k(b, 1, p.re);
+  Value re1 = b.add(p.re, one);
+  Value theta = b.binary("atan2", p.im, re1);
+  Value r = b.add(b.mul(p.re, b.add(k(b, 2, p.re), p.re)), b.mul(p.im, p.im));
+  Value small_mod = b.select(b.compare(Compare::EQ, r, k(b, 0, r)), p.re, b.mul(k(b, 0.5, r), b.unary("log_plus_one", r)));
+  Value big_mod = b.unary("log", cabs_c99(b, re1, p.im));
+  Value small = b.compare(Compare::LT, cabs_c99(b, p.re, p.im), k(b, 0.5, p.re));
+  return make(b, b.select(small, small_mod, big_mod), theta, z.type);
+}
+
+// logaddexp of complex values as CPU's helper computes it: NaN (in either
+// part of either operand) gives NaN + NaNj; with min/max ordered by real
+// part, equal infinite real parts give min (-inf) or log(exp(min) + exp(max))
+// (+inf); otherwise max + log1p(exp(min - max)).
+Value clogaddexp_cpu(Builder& b, const Value& x, const Value& y) {
+  Parts px = parts(b, x), py = parts(b, y);
+  Value nan_x = either(b, isnan(b, px.re), isnan(b, px.im));
+  Value nan_y = either(b, isnan(b, py.re), isnan(b, py.im));
+  Value x_first = b.compare(Compare::LT, px.re, py.re);
+  Value mn = b.select(x_first, x, y), mx = b.select(x_first, y, x);
+  Parts pmn = parts(b, mn), pmx = parts(b, mx);
+  Value general = b.add(clog1p_c10(b, cexp_c99(b, b.sub(mn, mx))), mx);
+  Value both_inf = both(b, b.unary("not", finite(b, pmn.re)), b.compare(Compare::EQ, pmn.re, pmx.re));
+  Value plus_inf = clog_c99(b, b.add(cexp_c99(b, mn), cexp_c99(b, mx)));
+  Value inf_case = b.select(b.compare(Compare::LT, pmn.re, k(b, 0, pmn.re)), mn, plus_inf);
+  Value r = b.select(both_inf, inf_case, general);
+  Value nan = make(b, k(b, NAN, px.re), k(b, NAN, px.re), x.type);
+  return b.select(either(b, nan_x, nan_y), nan, r);
+}
+
 Value cdiv_smith(Builder& b, const Value& x, const Value& y) {
   Parts p = parts(b, x), q = parts(b, y);
   const Value &a = p.re, &bb = p.im, &c = q.re, &d = q.im;

@@ -75,6 +75,8 @@ Value cexp_c99(Builder& b, const Value& z);
 Value cdiv_smith(Builder& b, const Value& x, const Value& y);
 Value clog_c99(Builder& b, const Value& z);
 Value csqrt_c99(Builder& b, const Value& z);
+Value clog1p_c10(Builder& b, const Value& z);
+Value clogaddexp_cpu(Builder& b, const Value& x, const Value& y);
 // sqrt(x^2 + y^2) without overflow or underflow in the squares (C's hypot and
 // cabs): inf when either is infinite (over a NaN), NaN otherwise for a NaN.
 Value cabs_c99(Builder& b, const Value& x, const Value& y);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ops/elementwise.h"
 #include "ops/lowering.h"
 
 namespace ttpu::ops {
@@ -112,22 +113,27 @@ std::vector<Value> renorm(LowerCtx& c) {
   for (int64_t d = 0; d < rank; ++d)
     if (d != dim) dims.push_back(d);
   double p = c.args[1].scalar_value;
-  Value ax = b.unary("abs", x), norm;
+  // complex: the norms of |z| (real), and z times (scale + 0j) as CPU multiplies
+  bool cplx = shlo::is_complex(acc);
+  ElemType real = cplx ? shlo::part_type(acc) : acc;
+  Value ax = cplx ? ew::cabs_c99(b, ew::parts(b, x).re, ew::parts(b, x).im) : b.unary("abs", x), norm;
   int64_t k = x.type.dims[dim];
   if (std::isinf(p)) {
-    norm = b.reduce(ax, b.constant(p > 0 ? 0.0 : INFINITY, acc), dims, p > 0 ? Reducer::Max : Reducer::Min);
+    norm = b.reduce(ax, b.constant(p > 0 ? 0.0 : INFINITY, real), dims, p > 0 ? Reducer::Max : Reducer::Min);
   } else if (p == 1) {
-    norm = b.reduce(ax, b.constant(0, acc), dims, Reducer::Add);
+    norm = b.reduce(ax, b.constant(0, real), dims, Reducer::Add);
   } else if (p == 2) {
-    norm = b.unary("sqrt", b.reduce(b.mul(x, x), b.constant(0, acc), dims, Reducer::Add));
+    Value sq = cplx ? b.mul(ax, ax) : b.mul(x, x);
+    norm = b.unary("sqrt", b.reduce(sq, b.constant(0, real), dims, Reducer::Add));
   } else {
-    Value s = b.reduce(b.binary("power", ax, b.constant(p, acc, x.type.dims)), b.constant(0, acc), dims, Reducer::Add);
-    norm = b.binary("power", s, b.constant(1.0 / p, acc, {k}));
+    Value s = b.reduce(b.binary("power", ax, b.constant(p, real, x.type.dims)), b.constant(0, real), dims, Reducer::Add);
+    norm = b.binary("power", s, b.constant(1.0 / p, real, {k}));
   }
-  Value maxnorm = b.broadcast_in_dim(c.scalar(3, acc), {k}, {});
-  Value scale = b.div(maxnorm, b.add(norm, b.constant(1e-7, acc, {k})));
-  scale = b.select(b.compare(shlo::Compare::GT, norm, maxnorm), scale, b.constant(1, acc, {k}));
-  Value r = b.mul(x, b.broadcast_in_dim(scale, x.type.dims, {dim}));
+  Value maxnorm = b.broadcast_in_dim(c.scalar(3, real), {k}, {});
+  Value scale = b.div(maxnorm, b.add(norm, b.constant(1e-7, real, {k})));
+  scale = b.select(b.compare(shlo::Compare::GT, norm, maxnorm), scale, b.constant(1, real, {k}));
+  Value sb = b.broadcast_in_dim(scale, x.type.dims, {dim});
+  Value r = cplx ? ew::cmul_naive(b, x, b.op("complex", {sb, b.constant(0, real, x.type.dims)}, x.type)) : b.mul(x, sb);
   return {b.convert(b.reshape(r, out.dims), out.elem)};
 }
 
