@@ -256,3 +256,43 @@ def test_disabled_cache(tmp_path):
     assert out["compile"]["compiles"] > 0
     assert (cache["disk_hits"], cache["disk_misses"], cache["disk_writes"]) == (0, 0, 0)
     assert cache["entries_on_disk"] == 0
+
+
+@tpu_only
+def test_in_memory_executable_cache_is_bounded():
+    # A process that keeps meeting new shapes must not grow without bound:
+    # every loaded XLA:CPU executable holds code mappings, and at the kernel's
+    # limit (vm.max_map_count, 65530) LLVM fails and the process dies (a
+    # 2,000-program fuzz sweep did). Least recently used executables go.
+    import torch
+
+    stats = torch.tpu.compile_stats
+    before = stats()
+    old_capacity = before["cache_capacity"]
+    assert old_capacity >= 1024  # the default keeps a training step's executables
+
+    def maps():
+        with open("/proc/self/maps") as f:
+            return sum(1 for _ in f)
+
+    torch.tpu.set_executable_cache_capacity(16)
+    try:
+        assert stats()["cached_executables"] <= 16
+        for n in range(1, 9):  # warm up the allocator and the plugin's own mappings
+            (torch.ones(n, device="tpu") * 3 - 1).sum().item()
+        start = maps()
+        for n in range(100, 220):
+            x = torch.arange(n, dtype=torch.float32, device="tpu")
+            assert (x * 3 - 1).sum().item() == 3 * n * (n - 1) / 2 - n
+        after = stats()
+        assert after["cached_executables"] <= 16
+        assert after["cache_evictions"] - before["cache_evictions"] >= 300
+        assert maps() - start < 400, (start, maps())  # 360 executables: ~1,800 mappings unbounded
+        # an evicted executable comes back (disk cache or a new compile) and computes the same
+        x = torch.arange(100, dtype=torch.float32, device="tpu")
+        assert (x * 3 - 1).sum().item() == 3 * 4950 - 100
+        with pytest.raises(ValueError):
+            torch.tpu.set_executable_cache_capacity(0)
+    finally:
+        torch.tpu.set_executable_cache_capacity(old_capacity)
+    assert stats()["cache_capacity"] == old_capacity

@@ -11,6 +11,7 @@ import torch
 from _helpers import DEV, assert_same_error, each_eager_mode, tpu_only  # noqa: F401  (each_eager_mode: a fixture)
 
 pytestmark = [tpu_only, pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental"),
+              pytest.mark.filterwarnings("ignore:BComplex32 support is experimental"),
               pytest.mark.filterwarnings("ignore:Casting complex values to real")]
 
 NAN, INF = float("nan"), float("inf")
@@ -160,3 +161,78 @@ def test_complex32_under_compile():
     got = torch.compile(fn, backend="tpu")(x.to(DEV), y.to(DEV), f.to(DEV))
     for g, r in zip(got, ref):
         same(g, r)
+
+
+# -- bcomplex32 (BComplex32: bfloat16 halves) ------------------------------------
+# CPU holds it and moves it (copies, cat, indexing, views) and compares it
+# (eq/ne, which bf16 == complex scalar computes in); it refuses arithmetic.
+
+def b_operands():
+    x = torch.tensor([1.5 + 2j, -3 + 0.5j, complex(NAN, 1), complex(INF, -2), 1e-3 - 7e4j, 0j]).to(torch.bcomplex32)
+    y = torch.tensor([1.5 + 2j, 2 + 2j, 1, -0.25j, 3e4 + 1j, complex(-0.0, 0)]).to(torch.bcomplex32)
+    f = torch.tensor([1.5, 2.0, -1.0, NAN, 6e4, -0.0], dtype=torch.bfloat16)
+    return x, y, f
+
+
+B_COMPUTED = {
+    "clone": lambda x, y, f: x.clone(),
+    "eq": lambda x, y, f: x == y,
+    "ne": lambda x, y, f: x != y,
+    "bf16_eq_complex_scalar": lambda x, y, f: f == (1.5 + 0j),
+    "bf16_ne_complex_scalar": lambda x, y, f: f != (2 + 1j),
+    "view_as_real": lambda x, y, f: torch.view_as_real(x).clone(),
+    "to_c64": lambda x, y, f: x.to(torch.complex64),
+    "from_bf16": lambda x, y, f: f.to(torch.bcomplex32),
+    "from_c64": lambda x, y, f: (x.to(torch.complex64) * 1.001).to(torch.bcomplex32),
+    "cat": lambda x, y, f: torch.cat([x, y]),
+    "index": lambda x, y, f: x[idx(x, 4, 0, 2)],
+    "copy_from_bf16": lambda x, y, f: torch.empty(6, dtype=torch.bcomplex32, device=x.device).copy_(f),
+    "transpose": lambda x, y, f: x.reshape(2, 3).t().contiguous(),
+    "view_bf16": lambda x, y, f: x.view(torch.bfloat16).clone(),
+    "to_bf16": lambda x, y, f: x.to(torch.bfloat16),
+    "real": lambda x, y, f: x.real.clone(),
+    "where": lambda x, y, f: torch.where(f > 0, x, y),
+    "stack": lambda x, y, f: torch.stack([x, y]),
+    "masked_fill": lambda x, y, f: x.masked_fill(f > 0, 2 - 1j),
+    "zeros_like": lambda x, y, f: torch.zeros_like(x),
+    "isnan": lambda x, y, f: x.isnan(),
+}
+
+B_REFUSED = {
+    "add": lambda x, y, f: x + y,
+    "mul": lambda x, y, f: x * y,
+    "abs": lambda x, y, f: x.abs(),
+    "fill_": lambda x, y, f: x.clone().fill_(1 + 1j),
+    "bf16_times_complex_scalar": lambda x, y, f: f * 1j,
+    "bf16_lt_complex_scalar": lambda x, y, f: f < 1j,
+    "flip": lambda x, y, f: x.flip(0),
+    "index_select": lambda x, y, f: x.index_select(0, idx(x, 1, 1)),
+    "full": lambda x, y, f: torch.full((2,), 1j, dtype=torch.bcomplex32, device=x.device),
+    "conj": lambda x, y, f: x.conj().resolve_conj(),
+    "equal": lambda x, y, f: torch.equal(x, y),
+}
+
+
+@pytest.mark.parametrize("name", sorted(B_COMPUTED))
+def test_bcomplex32_op_matches_cpu_bits(name):
+    fn = B_COMPUTED[name]
+    x, y, f = b_operands()
+    ref = fn(x, y, f)
+    got = fn(x.to(DEV), y.to(DEV), f.to(DEV))
+    assert got.device.type == DEV
+    same(got, ref)
+
+
+@pytest.mark.parametrize("name", sorted(B_REFUSED))
+def test_bcomplex32_refusals_match_cpu(name):
+    x, y, f = b_operands()
+    cpu, dev = assert_same_error(lambda a, b, c: B_REFUSED[name](a, b, c), x, y, f)
+    assert isinstance(dev, NotImplementedError) and "BComplex32" in str(dev)
+
+
+def test_bcomplex32_host_copies_keep_bits():
+    words = torch.arange(0, 1 << 16, 7, dtype=torch.int32)
+    raw = ((words << 16) | (words ^ 0x7E01)).to(torch.int32)
+    c = raw.view(torch.bcomplex32)
+    assert torch.equal(c.to(DEV).cpu().view(torch.int32), raw)
+    assert torch.equal(c.to(DEV).clone().cpu().view(torch.int32), raw)

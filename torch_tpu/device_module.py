@@ -245,8 +245,21 @@ def compile_stats() -> dict:
     """Executables compiled, cache hits/misses, executions and transfers.
 
     ``compiles`` counts real compilations only; ``disk_loads`` counts
-    executables taken from the persistent cache instead."""
+    executables taken from the persistent cache instead. The in-memory cache
+    holds at most ``cache_capacity`` executables (least recently used ones
+    are dropped, ``cache_evictions``; see ``set_executable_cache_capacity``)."""
     return _C.compile_stats()
+
+
+def set_executable_cache_capacity(n: int) -> None:
+    """Bound the in-memory executable cache to ``n`` executables (default
+    4096, or ``TORCH_TPU_EXECUTABLE_CACHE_SIZE``). Each loaded executable
+    holds code mappings (about 5 on XLA:CPU); a process that meets many
+    shapes would otherwise reach the kernel's limit on mappings. Dropped
+    executables come back from the disk cache when they are needed again."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_executable_cache_capacity: expected a positive int, got {n!r}")
+    _C.set_executable_cache_capacity(n)
 
 
 def compile_cache_stats() -> dict:

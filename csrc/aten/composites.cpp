@@ -21,10 +21,11 @@ bool equal(const at::Tensor& self, const at::Tensor& other) {
   TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
               self.device(), " and ", other.device());
   if (self.sizes() != other.sizes()) return false;
-  // CPU's kernel has no complex32 case for two complex32 tensors.
-  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kComplexHalf || other.scalar_type() != at::kComplexHalf,
-                              self.is_same(other) ? "\"equal_notnan_cpu\"" : "\"equal_cpu\"",
-                              " not implemented for 'ComplexHalf'");
+  // CPU's kernel has no complex32 (or bcomplex32) case for two such tensors.
+  for (at::ScalarType packed : {at::kComplexHalf, at::kBComplex32})
+    TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != packed || other.scalar_type() != packed,
+                                self.is_same(other) ? "\"equal_notnan_cpu\"" : "\"equal_cpu\"",
+                                " not implemented for '", c10::toString(packed), "'");
   if (self.numel() == 0) return true;
   return at::eq(self, other).all().item<bool>();
 }

@@ -43,7 +43,7 @@ void fill_value_check(const std::vector<c10::IValue>& args, size_t value_arg) {
   if (args.size() <= value_arg || !args[0].isTensor() || !args[value_arg].isScalar()) return;
   at::Scalar v = args[value_arg].toScalar();
   AT_DISPATCH_V2(args[0].toTensor().scalar_type(), "fill_", AT_WRAP([&] { (void)v.to<scalar_t>(); }),
-                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool, at::kComplexHalf,
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool, at::kComplexHalf, at::kBComplex32,
                  AT_EXPAND(AT_FLOAT8_TYPES));
 }
 

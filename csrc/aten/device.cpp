@@ -42,6 +42,7 @@ ElemType elem_of(at::ScalarType t) {
     case at::kComplexFloat: return ElemType::C64;
     case at::kComplexDouble: return ElemType::C128;
     case at::kComplexHalf: return ElemType::C32;
+    case at::kBComplex32: return ElemType::BC32;
     case at::kFloat8_e4m3fn: return ElemType::F8E4M3FN;
     case at::kFloat8_e5m2: return ElemType::F8E5M2;
     case at::kFloat8_e4m3fnuz: return ElemType::F8E4M3FNUZ;
@@ -51,7 +52,7 @@ ElemType elem_of(at::ScalarType t) {
     default: break;
   }
   TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: dtype ", t, " is not supported on 'tpu'; supported: bool, int8/16/32/64, "
-                   "uint8/16/32/64, float16, bfloat16, float32, float64, complex32/64/128, float8_e4m3fn/e5m2/"
+                   "uint8/16/32/64, float16, bfloat16, float32, float64, complex32/64/128, bcomplex32, float8_e4m3fn/e5m2/"
                    "e4m3fnuz/e5m2fnuz/e8m0fnu, float4_e2m1fn_x2");
 }
 
@@ -73,6 +74,7 @@ at::ScalarType scalar_type_of(ElemType t) {
     case ElemType::C64: return at::kComplexFloat;
     case ElemType::C128: return at::kComplexDouble;
     case ElemType::C32: return at::kComplexHalf;
+    case ElemType::BC32: return at::kBComplex32;
     case ElemType::F8E4M3FN: return at::kFloat8_e4m3fn;
     case ElemType::F8E5M2: return at::kFloat8_e5m2;
     case ElemType::F8E4M3FNUZ: return at::kFloat8_e4m3fnuz;
@@ -488,12 +490,15 @@ PYBIND11_MODULE(_C, m) {
     d["host_to_device"] = s.host_to_device.load();
     d["device_to_host"] = s.device_to_host.load();
     d["cached_executables"] = runtime::cache_size();
+    d["cache_capacity"] = runtime::cache_capacity();
+    d["cache_evictions"] = s.cache_evictions.load();
     d["disk_loads"] = s.disk_loads.load();
     d["donated_in_flight"] = runtime::client_created() ? runtime::client().donated_in_flight() : 0;
     d["live_buffers"] = pjrt::Buffer::live.load();
     d["cached_scalars"] = runtime::scalar_cache_size();
     return d;
   });
+  m.def("set_executable_cache_capacity", [](size_t n) { runtime::set_cache_capacity(n); });
   m.def("compile_cache_stats", [] {
     auto s = runtime::disk_cache::stats();
     py::dict d;

@@ -17,8 +17,10 @@ namespace ttpu::aten {
 
 namespace {
 
-// The type a lowering computes a stored type in (complex32 in complex64).
-ElemType widened(ElemType t) { return t == ElemType::C32 ? ElemType::C64 : t; }
+// The type a lowering computes a stored type in (complex32 and bcomplex32 in complex64).
+ElemType widened(ElemType t) { return shlo::is_packed_complex(t) ? ElemType::C64 : t; }
+
+bool packed_complex(at::ScalarType t) { return t == at::kComplexHalf || t == at::kBComplex32; }
 
 // Runs the op on zero-filled CPU twins of the tpu tensors (same sizes and
 // strides) so that CPU's own checks raise their error; the CPU result is
@@ -117,14 +119,15 @@ void check_empty_inputs(const c10::OperatorHandle& op, const std::vector<c10::IV
 }
 
 // complex32 is half supported on CPU (add, mul and data movement, not exp
-// or sum): a new signature with a complex32 tensor or result runs once on CPU twins
+// or sum), bcomplex32 less (data movement, eq/ne): a new signature with such
+// a tensor or result runs once on CPU twins
 // and raises CPU's refusal, which names the dtype. Other errors of the zero
 // twins are not CPU's answer for the real values and are ignored.
 void check_complex32(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                      const std::vector<TensorType>& outs) {
   bool c32 = false;
-  for (const TensorType& t : outs) c32 = c32 || t.elem == ElemType::C32;  // f16 / (1+2j)
-  auto see = [&](const at::Tensor& t) { c32 = c32 || (t.defined() && t.scalar_type() == at::kComplexHalf); };
+  for (const TensorType& t : outs) c32 = c32 || shlo::is_packed_complex(t.elem);  // f16 / (1+2j)
+  auto see = [&](const at::Tensor& t) { c32 = c32 || (t.defined() && packed_complex(t.scalar_type())); };
   for (const c10::IValue& v : args) {
     if (v.isTensor()) see(v.toTensor());
     else if (v.isTensorList()) for (const at::Tensor& t : v.toTensorVector()) see(t);
@@ -135,7 +138,8 @@ void check_complex32(const c10::OperatorHandle& op, const std::vector<c10::IValu
   } catch (const c10::NotImplementedError&) {
     throw;
   } catch (const c10::Error& e) {
-    if (std::string(e.what_without_backtrace()).find("ComplexHalf") != std::string::npos) throw;
+    std::string what = e.what_without_backtrace();
+    if (what.find("ComplexHalf") != std::string::npos || what.find("BComplex32") != std::string::npos) throw;
   } catch (const std::exception&) {
   }
 }
@@ -535,13 +539,13 @@ runtime::BuiltModule TableKernel::build(const c10::OperatorHandle& op, const std
 TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo::Value>& in_values,
                                        const Signature& sig, bool known) const {
   std::vector<ops::Arg> largs = sig.args;
-  // complex32 is a storage type only: lowerings see complex64 values and
-  // result types, and the results are rounded back to complex32 below (CPU
+  // complex32 and bcomplex32 are storage types only: lowerings see complex64
+  // values and result types, and the results are rounded back below (CPU
   // computes ComplexHalf ops in complex<float> and rounds each result too).
   std::vector<shlo::Value> values = in_values;
-  std::optional<at::ScalarType> promoted;  // of the inputs' dtypes, when one is complex32
+  std::optional<at::ScalarType> promoted;  // of the inputs' dtypes, when one is packed complex
   for (shlo::Value& v : values)
-    if (v.type.elem == ElemType::C32) promoted = at::kComplexHalf;
+    if (shlo::is_packed_complex(v.type.elem)) promoted = scalar_type_of(v.type.elem);
   if (promoted)
     for (shlo::Value& v : values) {
       promoted = at::promoteTypes(*promoted, scalar_type_of(v.type.elem));
@@ -564,10 +568,10 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
     outs = lowering_->infer(ctx);
     present = ctx.present;
     ctx.outs = outs;
-    // An inferred complex64 result of complex32 inputs is complex32 (cat).
-    if (promoted == at::kComplexHalf)
+    // An inferred complex64 result of complex32 inputs is complex32 (cat); bcomplex32 alike.
+    if (promoted && packed_complex(*promoted))
       for (TensorType& t : outs)
-        if (t.elem == ElemType::C64) t.elem = ElemType::C32;
+        if (t.elem == ElemType::C64) t.elem = elem_of(*promoted);
   }
   std::vector<shlo::Value> results = lowering_->fn(ctx);
   TORCH_CHECK(results.size() == outs.size() + writebacks, "torch_tpu internal error: lowering '", lowering_->name,

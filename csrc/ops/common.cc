@@ -145,13 +145,13 @@ Value reinterpret_flat(Builder& b, const Value& flat, ElemType to) {
   ElemType from = flat.type.elem;
   if (from == to) return flat;
   int64_t n = flat.type.dims.at(0);
-  // complex32 words go through their f16 halves: XLA's simplifier folds two
+  // complex32/bcomplex32 words go through their f16/bf16 halves: XLA's simplifier folds two
   // chained bitcast_converts of different widths (ui32 -> ui8 after f16 ->
   // ui32) into one with an invalid shape.
-  if (from == ElemType::C32)
-    return reinterpret_flat(b, b.reshape(b.bitcast(flat, TensorType{ElemType::F16, {n, 2}}), {2 * n}), to);
-  if (to == ElemType::C32) {
-    Value halves = reinterpret_flat(b, flat, ElemType::F16);
+  if (shlo::is_packed_complex(from))
+    return reinterpret_flat(b, b.reshape(b.bitcast(flat, TensorType{shlo::packed_half(from), {n, 2}}), {2 * n}), to);
+  if (shlo::is_packed_complex(to)) {
+    Value halves = reinterpret_flat(b, flat, shlo::packed_half(to));
     return b.bitcast(b.reshape(halves, {halves.type.dims[0] / 2, 2}), TensorType{to, {halves.type.dims[0] / 2}});
   }
   // bitcast_convert does not take complex types: go through (real, imag) pairs

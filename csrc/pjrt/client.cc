@@ -58,7 +58,7 @@ PJRT_Buffer_Type to_pjrt(ElemType t) {
     case ElemType::F8E5M2FNUZ: return PJRT_Buffer_Type_F8E5M2FNUZ;
     case ElemType::F8E8M0FNU: return PJRT_Buffer_Type_F8E8M0FNU;
     case ElemType::F4E2M1FNX2: return PJRT_Buffer_Type_U8;
-    case ElemType::C32: return PJRT_Buffer_Type_U32;
+    case ElemType::C32: case ElemType::BC32: return PJRT_Buffer_Type_U32;
   }
   return PJRT_Buffer_Type_INVALID;
 }

@@ -8,7 +8,9 @@
 #include <malloc.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
+#include <list>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -27,7 +29,33 @@ std::string g_init_error;          // a failed start is remembered, not retried
 bool g_forked = false;
 
 std::mutex g_cache_mutex;
-std::unordered_map<std::string, CompiledOpPtr> g_cache;
+// Most recently used first; the map points at each key's list node.
+std::list<std::string> g_lru;
+struct CacheEntry {
+  CompiledOpPtr op;
+  std::list<std::string>::iterator pos;
+};
+std::unordered_map<std::string, CacheEntry> g_cache;
+
+size_t initial_capacity() {
+  const char* env = std::getenv("TORCH_TPU_EXECUTABLE_CACHE_SIZE");
+  if (env && *env) {
+    long long n = std::atoll(env);
+    if (n > 0) return static_cast<size_t>(n);
+  }
+  return 4096;
+}
+size_t g_capacity = initial_capacity();
+
+// Drops least recently used entries beyond the capacity (g_cache_mutex held).
+// The executables die when no graph or replay still holds them.
+void evict_locked() {
+  while (g_cache.size() > g_capacity && !g_lru.empty()) {
+    g_cache.erase(g_lru.back());
+    g_lru.pop_back();
+    stats().cache_evictions++;
+  }
+}
 
 void on_fork_child() {
   if (g_client) {
@@ -135,7 +163,8 @@ CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltMo
     auto it = g_cache.find(key);
     if (it != g_cache.end()) {
       stats().cache_hits++;
-      return it->second;
+      g_lru.splice(g_lru.begin(), g_lru, it->second.pos);
+      return it->second.op;
     }
   }
   stats().cache_misses++;
@@ -164,9 +193,30 @@ CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltMo
   auto op = std::make_shared<CompiledOp>(CompiledOp{exe, m.outputs, m.donated_args, m.output_present, m.checks});
   trace::name_executable(op.get(), key);
   std::lock_guard<std::mutex> lock(g_cache_mutex);
-  g_cache.emplace(key, op);
+  auto [it, fresh] = g_cache.try_emplace(key);
+  if (fresh) {
+    g_lru.push_front(key);
+    it->second = CacheEntry{op, g_lru.begin()};
+    evict_locked();
+  } else {  // another thread compiled it meanwhile: keep one
+    g_lru.splice(g_lru.begin(), g_lru, it->second.pos);
+    return it->second.op;
+  }
   return op;
 }
+
+size_t cache_capacity() {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  return g_capacity;
+}
+
+void set_cache_capacity(size_t n) {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  g_capacity = std::max<size_t>(n, 1);
+  evict_locked();
+}
+
+CompiledOp::~CompiledOp() { trace::forget_executable(this); }
 
 size_t cache_size() {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
@@ -176,7 +226,7 @@ size_t cache_size() {
 void clear_cache() {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   g_cache.clear();
-  trace::forget_executables();
+  g_lru.clear();
 }
 
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device) {

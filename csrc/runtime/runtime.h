@@ -33,6 +33,7 @@ bool client_created();
 int device_count_noexcept();
 
 struct CompiledOp {
+  ~CompiledOp();  // forgets its profiler name
   pjrt::ExecutablePtr exe;
   std::vector<TensorType> outputs;
   std::vector<int> donated_args;
@@ -46,6 +47,7 @@ struct Stats {
   std::atomic<uint64_t> disk_loads{0};  // executables loaded from the persistent cache instead
   std::atomic<uint64_t> cache_hits{0};
   std::atomic<uint64_t> cache_misses{0};
+  std::atomic<uint64_t> cache_evictions{0};  // least recently used executables dropped at capacity
   std::atomic<uint64_t> executions{0};
   std::atomic<uint64_t> compile_nanoseconds{0};
   std::atomic<uint64_t> host_to_device{0};
@@ -63,8 +65,17 @@ struct BuiltModule {
   std::vector<bool> output_present;
   std::vector<ops::CheckSpec> checks = {};
 };
+//
+// The in-memory cache is bounded (least recently used executables are
+// dropped): each loaded executable holds JIT code mappings on XLA:CPU (about
+// 5 per executable), and a process that keeps meeting new shapes would
+// otherwise reach the kernel's map limit and fail inside LLVM. A dropped
+// executable comes back from the disk cache (or is compiled) when needed.
+// Capacity: TORCH_TPU_EXECUTABLE_CACHE_SIZE (default 4096), or set below.
 CompiledOpPtr get_or_compile(const std::string& key, const std::function<BuiltModule()>& build);
 size_t cache_size();
+size_t cache_capacity();
+void set_cache_capacity(size_t n);  // at least 1; evicts at once down to n
 void clear_cache();
 
 // Runs a compiled op on `device` (asynchronously where the plugin allows).

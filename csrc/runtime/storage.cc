@@ -6,8 +6,16 @@
 
 namespace ttpu::runtime {
 
+// The element type in a cache key: complex32 and bcomplex32 are ui32 words
+// in StableHLO text but convert differently from each other and from uint32.
+const char* key_name(shlo::ElemType t) {
+  if (t == shlo::ElemType::C32) return "c32";
+  if (t == shlo::ElemType::BC32) return "bc32";
+  return shlo::mlir_name(t);
+}
+
 void append_type(std::string& key, const TensorType& t) {
-  key += shlo::mlir_name(t.elem);
+  key += key_name(t.elem);
   for (auto d : t.dims) {
     key += ',';
     key += std::to_string(d);
@@ -18,7 +26,7 @@ void append_type(std::string& key, const TensorType& t) {
 namespace {
 
 void append_view(std::string& key, const ops::ViewSpec& v) {
-  key += shlo::mlir_name(v.elem);
+  key += key_name(v.elem);
   key += '[';
   for (size_t i = 0; i < v.sizes.size(); ++i) {
     key += std::to_string(v.sizes[i]);

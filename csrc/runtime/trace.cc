@@ -25,8 +25,11 @@ struct Info {
   bool graph = false;
 };
 
-std::mutex g_mu;
-std::unordered_map<const CompiledOp*, Info> g_info;  // every executable compiled (bounded by the cache)
+// Leaked on purpose: executables (which forget their names here when they
+// die) may be destroyed during static destruction at exit.
+std::mutex& g_mu = *new std::mutex;
+std::unordered_map<const CompiledOp*, Info>& g_info =
+    *new std::unordered_map<const CompiledOp*, Info>;  // every executable alive
 std::map<std::string, std::shared_ptr<const std::string>> g_names;  // interned eager op names
 std::vector<Execution> g_log;
 CorrelationFn g_correlation = nullptr;
@@ -108,9 +111,9 @@ void name_executable(const CompiledOp* op, const std::string& key) {
   g_info[op] = std::move(info);
 }
 
-void forget_executables() {
+void forget_executable(const CompiledOp* op) {
   std::lock_guard<std::mutex> lock(g_mu);
-  g_info.clear();
+  g_info.erase(op);
 }
 
 void note(const CompiledOp& op, int device, int64_t issued_ns, int64_t returned_ns) {

@@ -53,7 +53,7 @@ void note_copy(bool to_device, int64_t bytes, int device, int64_t issued_ns, int
 int64_t now_ns();  // the steady clock the track uses
 // Called on every compile (a miss): remembers what the executable runs, from its cache key.
 void name_executable(const CompiledOp* op, const std::string& key);
-void forget_executables();
+void forget_executable(const CompiledOp* op);  // when it is destroyed
 
 // The ATen op an eager kernel is running on this thread (names its executions).
 struct OpScope {

@@ -32,7 +32,7 @@ const char* mlir_name(ElemType t) {
     case ElemType::F8E5M2FNUZ: return "f8E5M2FNUZ";
     case ElemType::F8E8M0FNU: return "f8E8M0FNU";
     case ElemType::F4E2M1FNX2: return "ui8";
-    case ElemType::C32: return "ui32";
+    case ElemType::C32: case ElemType::BC32: return "ui32";
   }
   return "?";
 }
@@ -43,7 +43,7 @@ int byte_size(ElemType t) {
     case ElemType::F8E4M3FN: case ElemType::F8E5M2: case ElemType::F8E4M3FNUZ: case ElemType::F8E5M2FNUZ:
     case ElemType::F8E8M0FNU: case ElemType::F4E2M1FNX2: return 1;
     case ElemType::S16: case ElemType::U16: case ElemType::F16: case ElemType::BF16: return 2;
-    case ElemType::S32: case ElemType::U32: case ElemType::F32: case ElemType::C32: return 4;
+    case ElemType::S32: case ElemType::U32: case ElemType::F32: case ElemType::C32: case ElemType::BC32: return 4;
     case ElemType::S64: case ElemType::U64: case ElemType::F64: case ElemType::C64: return 8;
     case ElemType::C128: return 16;
   }
@@ -243,15 +243,15 @@ Value Builder::reverse(const Value& x, const std::vector<int64_t>& dims) {
 Value Builder::convert(const Value& x, ElemType to) {
   if (x.type.elem == to) return x;
   TensorType r{to, x.type.dims};
-  if (x.type.elem == ElemType::C32 || to == ElemType::C32) {
+  if (is_packed_complex(x.type.elem) || is_packed_complex(to)) {
     // complex32 <-> complex64: the ui32 splits into its two f16 halves
     // (bitcast_convert puts the low half first, as in memory).
     std::vector<int64_t> pair_dims = x.type.dims;
     pair_dims.push_back(2);
     const int64_t rank = x.type.rank();
     std::vector<int64_t> zero(rank + 1, 0), one(rank + 1, 1), lim = pair_dims;
-    if (x.type.elem == ElemType::C32) {
-      Value halves = bitcast(x, TensorType{ElemType::F16, pair_dims});
+    if (is_packed_complex(x.type.elem)) {
+      Value halves = bitcast(x, TensorType{packed_half(x.type.elem), pair_dims});
       auto part = [&](int64_t k) {
         std::vector<int64_t> start = zero, stop = lim;
         start[rank] = k;
@@ -266,7 +266,7 @@ Value Builder::convert(const Value& x, ElemType to) {
     one_dims.push_back(1);
     auto half = [&](const char* which) {
       Value p = op(which, {c}, TensorType{ElemType::F32, x.type.dims});
-      return reshape(convert(p, ElemType::F16), one_dims);
+      return reshape(convert(p, packed_half(to)), one_dims);
     };
     return bitcast(concatenate({half("real"), half("imag")}, rank), r);
   }
@@ -392,7 +392,7 @@ static uint64_t float_bits(double v, ElemType t) {
 }
 
 Value Builder::constant(double v, ElemType t, const std::vector<int64_t>& dims) {
-  if (t == ElemType::C32) return convert(constant(v, ElemType::C64, dims), t);
+  if (is_packed_complex(t)) return convert(constant(v, ElemType::C64, dims), t);
   if (is_float(t) && !is_float8(t))
     return constant_bits(float_bits(v, t), t, dims);
   if (is_float(t)) {  // fp8: build in f32 and convert
@@ -412,7 +412,7 @@ Value Builder::constant_int(int64_t v, ElemType t, const std::vector<int64_t>& d
   TensorType scalar{t, {}};
   std::string lit;
   if (t == ElemType::Pred) lit = v ? "true" : "false";
-  else if (is_float(t) || is_complex(t) || t == ElemType::C32) return constant(static_cast<double>(v), t, dims);
+  else if (is_float(t) || is_complex(t) || is_packed_complex(t)) return constant(static_cast<double>(v), t, dims);
   else if (is_unsigned_int(t)) lit = std::to_string(static_cast<uint64_t>(v));
   else lit = std::to_string(v);
   Value c = op("constant", {}, scalar, "value = dense<" + lit + "> : " + scalar.str());

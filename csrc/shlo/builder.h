@@ -21,7 +21,14 @@ enum class ElemType : uint8_t {
   // complex<f16>: convert() decodes it to complex64 and encodes back, and
   // lowerings compute in complex64 (the ATen layer widens at the boundary).
   C32,
+  // bcomplex32 (BComplex32): the same with bfloat16 halves.
+  BC32,
 };
+
+// complex32 and bcomplex32: complex values packed in one ui32 word.
+inline bool is_packed_complex(ElemType t) { return t == ElemType::C32 || t == ElemType::BC32; }
+// The type of each half of a packed complex word (f16 or bf16).
+inline ElemType packed_half(ElemType t) { return t == ElemType::BC32 ? ElemType::BF16 : ElemType::F16; }
 
 const char* mlir_name(ElemType t);   // "f32", "i1", "ui8", ...
 int byte_size(ElemType t);           // storage bytes of one element
