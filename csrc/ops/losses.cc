@@ -366,8 +366,9 @@ std::vector<Value> multi_margin_loss_backward(LowerCtx& c) {
 struct MultilabelParts {
   Value x;        // acc [N, C]
   Value onehot;   // pred [N, K=C, C]: entry k is listed and names class d
-  Value contrib;  // pred [N, K, C]: the hinge of (k, d) is active
-  Value z;        // acc [N, K, C]
+  Value contrib;    // pred [N, K, C]: the hinge of (k, d) is active
+  Value z;          // acc [N, K, C]
+  Value is_target;  // pred [N, C]: class d is listed
 };
 
 MultilabelParts multilabel_parts(LowerCtx& c, size_t self_arg, const Value* is_target_in, ElemType acc) {
@@ -396,11 +397,7 @@ MultilabelParts multilabel_parts(LowerCtx& c, size_t self_arg, const Value* is_t
   Value contrib = b.binary("and", b.compare(Compare::GT, z, b.constant(0, acc, nkc)),
                            b.binary("and", b.broadcast_in_dim(listed, nkc, {0, 1}),
                                     b.broadcast_in_dim(b.unary("not", is_target), nkc, {0, 2})));
-  return {x, onehot, contrib, z};
-}
-
-Value is_target_of(Builder& b, const MultilabelParts& m) {
-  return b.reduce(m.onehot, b.constant_int(0, ElemType::Pred), {1}, Reducer::Or);
+  return {x, onehot, contrib, z, is_target};
 }
 
 std::vector<Value> multilabel_margin_loss_forward(LowerCtx& c) {
@@ -411,7 +408,7 @@ std::vector<Value> multilabel_margin_loss_forward(LowerCtx& c) {
   const auto& nkc = m.z.type.dims;
   Value h = b.select(m.contrib, m.z, b.constant(0, acc, nkc));
   Value per = b.div(b.reduce(h, b.constant(0, acc), {1, 2}, Reducer::Add), b.constant(double(nkc[2]), acc, {nkc[0]}));
-  Value is_target = b.convert(is_target_of(b, m), c.out(1).elem);
+  Value is_target = b.convert(m.is_target, c.out(1).elem);
   return {b.convert(b.reshape(reduce_loss(b, per, c.i("reduction")), c.out(0).dims), c.out(0).elem),
           b.reshape(is_target, c.out(1).dims)};
 }
@@ -446,10 +443,15 @@ void check_long_target(const TensorType& t) {
     throw std::runtime_error(std::string("expected scalar type Long but found ") + scalar_type_name(t.elem));
 }
 
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + "]";
+using shlo::fmt_dims;
+
+// CPU's input check shared by both margin losses; returns (samples, classes).
+std::pair<int64_t, int64_t> margin_frames(const TensorType& x) {
+  int64_t rank = x.rank();
+  if (!((rank == 2 && x.dims[1] != 0) || (rank == 1 && x.dims[0] != 0) || rank == 0))
+    throw std::runtime_error("Expected non-empty vector or matrix with optional 0-dim batch size, but got: " +
+                             fmt_dims(x.dims));
+  return {rank <= 1 ? 1 : x.dims[0], rank == 0 ? 1 : x.dims.back()};
 }
 
 // CPU's shape checks and result shape: PyTorch's meta function gives [1]
@@ -457,19 +459,15 @@ std::string dims_str(const std::vector<int64_t>& d) {
 std::vector<TensorType> multi_margin_infer(LowerCtx& c) {
   const TensorType& x = c.t("self").type;
   const TensorType& t = c.t("target").type;
-  int64_t rank = x.rank();
-  if (!((rank == 2 && x.dims[1] != 0) || (rank == 1 && x.dims[0] != 0) || rank == 0))
-    throw std::runtime_error("Expected non-empty vector or matrix with optional 0-dim batch size, but got: " +
-                             dims_str(x.dims));
-  int64_t nframe = rank <= 1 ? 1 : x.dims[0], classes = rank == 0 ? 1 : x.dims.back();
+  auto [nframe, classes] = margin_frames(x);
   if (t.rank() > 1 || t.numel() != nframe)
     throw std::runtime_error(
         "multi_margin_loss: target tensor should be 1-D with size equal to the number of input samples (batch "
-        "size). Expected target size [" + std::to_string(nframe) + "], but got " + dims_str(t.dims) +
-        ". Input has shape " + dims_str(x.dims) + ".");
+        "size). Expected target size [" + std::to_string(nframe) + "], but got " + fmt_dims(t.dims) +
+        ". Input has shape " + fmt_dims(x.dims) + ".");
   if (c.has("weight") && (c.t("weight").type.rank() > 1 || c.t("weight").type.numel() != classes))
     throw std::runtime_error("inconsistent weight size, expected " + std::to_string(classes) + " but got " +
-                             dims_str(c.t("weight").type.dims));
+                             fmt_dims(c.t("weight").type.dims));
   check_long_target(t);
   if (c.i("reduction") == 0 && t.rank() > 0) return {TensorType{x.elem, {nframe}}};
   return {TensorType{x.elem, {}}};
@@ -479,16 +477,12 @@ std::vector<TensorType> multi_margin_infer(LowerCtx& c) {
 std::vector<TensorType> multilabel_infer(LowerCtx& c) {
   const TensorType& x = c.t("self").type;
   const TensorType& t = c.t("target").type;
-  int64_t rank = x.rank();
-  if (!((rank == 2 && x.dims[1] != 0) || (rank == 1 && x.dims[0] != 0) || rank == 0))
-    throw std::runtime_error("Expected non-empty vector or matrix with optional 0-dim batch size, but got: " +
-                             dims_str(x.dims));
-  int64_t nframe = rank <= 1 ? 1 : x.dims[0], classes = rank == 0 ? 1 : x.dims.back();
-  bool ok = rank <= 1 ? (t.rank() <= 1 && t.numel() == classes)
+  auto [nframe, classes] = margin_frames(x);
+  bool ok = x.rank() <= 1 ? (t.rank() <= 1 && t.numel() == classes)
                       : (t.rank() == 2 && t.dims[0] == nframe && t.dims[1] == classes);
   if (!ok)
-    throw std::runtime_error("inconsistent target size: " + dims_str(t.dims) + " for input of size: " +
-                             dims_str(x.dims));
+    throw std::runtime_error("inconsistent target size: " + fmt_dims(t.dims) + " for input of size: " +
+                             fmt_dims(x.dims));
   check_long_target(t);
   TensorType is_target{x.elem, t.dims};
   if (c.i("reduction") != 0 || t.rank() <= 1) return {TensorType{x.elem, {}}, is_target};

@@ -376,11 +376,7 @@ std::string fmt_double(double v) {
   return os.str();
 }
 
-std::string fmt_dims(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + "]";
-}
+using shlo::fmt_dims;
 
 const char* dtype_word(ElemType t) { return t == ElemType::F64 ? "double" : t == ElemType::F32 ? "float" : "other"; }
 
