@@ -181,6 +181,25 @@ def test_defer_records_instead_of_running_and_fuses():
     assert s2["materialisations_by_reason"]
 
 
+@pytest.mark.parametrize("grow", [True, False])
+def test_defer_records_storage_resizes(grow):
+    # Storage work goes through the same executor as ops: growing or
+    # shrinking a storage whose value is still pending is recorded too, not
+    # a sync point.
+    x = torch.randn(6, 5).to("tpu")
+    with eager_mode(EagerMode.DEFER_AND_FUSE):
+        torch_tpu.sync()
+        y = x * 2 + 1
+        g0 = torch_tpu.defer_stats()["graphs_executed"]
+        y.untyped_storage().resize_((40 if grow else 12) * 4)
+        z = torch.empty(0, device="tpu").set_(y.untyped_storage(), 0, (12,), (1,)) * 3
+        assert torch_tpu.defer_stats()["graphs_executed"] == g0
+        out = z.cpu()
+        assert torch_tpu.defer_stats()["graphs_executed"] == g0 + 1
+    ref = (x.cpu() * 2 + 1).view(-1)[:12] * 3
+    torch.testing.assert_close(out, ref)
+
+
 @pytest.mark.parametrize("sync_point", ["item", "tolist", "print", "synchronize", "save", "leave_mode"])
 def test_defer_sync_points_give_correct_values(sync_point, tmp_path, capsys):
     x = torch.arange(6, dtype=torch.float32).to("tpu")

@@ -182,7 +182,7 @@ int current_device() { return t_current_device; }
 
 void synchronize_device(int device) {
   try {
-    runtime::flush_all("synchronize");
+    runtime::sync_all("synchronize");
     if (!runtime::client_created()) return;
     runtime::client().synchronize(device);
     runtime::raise_pending_checks();
@@ -528,7 +528,7 @@ PYBIND11_MODULE(_C, m) {
       "_flush",
       [](const std::string& reason) {
         try {
-          runtime::flush(reason.c_str());
+          runtime::sync_thread(reason.c_str());
         } catch (...) {
           aten::rethrow_as_torch_error("sync");
         }

@@ -39,7 +39,7 @@
 #include <set>
 
 #include "aten/common.h"
-#include "runtime/deferred.h"
+#include "runtime/executor.h"
 #include "runtime/trace.h"
 
 #if __has_include(<torch/csrc/profiler/standalone/privateuse1_profiler.h>) && __has_include(<IActivityProfiler.h>)
@@ -159,7 +159,7 @@ class TpuSession final : public libkineto::IActivityProfilerSession {
     // Issue what DeferAndFuse recorded in the profiled region, and wait, so
     // every execution noted has its completion stamp.
     try {
-      runtime::flush_all("profiler stop");
+      runtime::sync_all("profiler stop");
       if (runtime::client_created()) runtime::client().synchronize(-1);
     } catch (const std::exception& e) {
       errors_.push_back(std::string("torch_tpu: waiting for the device at profiler stop: ") + e.what());

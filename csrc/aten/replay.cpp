@@ -79,7 +79,7 @@ std::vector<at::Tensor> tensors_of(const py::list& args) {
 
 // Arms the capture of the graph the next flush runs.
 void capture_begin(const py::list& args) {
-  runtime::flush("compiled graph inputs");
+  runtime::sync_thread("compiled graph inputs");
   g_state = CaptureState{};
   for (const at::Tensor& t : tensors_of(args))
     g_state.arg_buffers.push_back(t.defined() ? std::weak_ptr<pjrt::Buffer>(handle_of(t).buffer)
@@ -191,7 +191,7 @@ py::tuple capture_end(const py::list& args, const py::list& outputs) {
 // (the caller then takes the recording path).
 py::object replay(const std::shared_ptr<Program>& prog, const py::list& args) {
   std::vector<at::Tensor> ts = tensors_of(args);
-  runtime::flush("compiled graph inputs");
+  runtime::sync_thread("compiled graph inputs");
   std::vector<BufferPtr> inputs;
   inputs.reserve(prog->inputs.size());
   for (const auto& in : prog->inputs) {
@@ -203,7 +203,7 @@ py::object replay(const std::shared_ptr<Program>& prog, const py::list& args) {
     const at::Tensor& t = ts[in.arg];
     if (t.device().index() != prog->device) return py::none();
     BufferPtr b = handle_of(t).buffer;
-    if (!b || b->pending() || !(b->type() == in.type)) return py::none();
+    if (!b || runtime::pending(b.get()) || !(b->type() == in.type)) return py::none();
     inputs.push_back(std::move(b));
   }
   // A buffer is consumed only when its storage and this list are its sole

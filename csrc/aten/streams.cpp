@@ -25,7 +25,7 @@
 
 #include "aten/common.h"
 #include "runtime/checks.h"
-#include "runtime/deferred.h"
+#include "runtime/executor.h"
 
 namespace ttpu::aten {
 
@@ -52,7 +52,7 @@ struct TpuEvent {
 // Issues what DeferAndFuse holds, then marks the device's executions.
 pjrt::Client::Marker mark(c10::DeviceIndex device) {
   try {
-    runtime::flush_all("event record");
+    runtime::sync_all("event record");
     if (!runtime::client_created()) return pjrt::Client::Marker{device, 0, {}, 0};
     return runtime::client().mark(device);
   } catch (...) {

@@ -351,60 +351,30 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   marshal(plan_, *lowering_, op.schema().operator_name(), args, dev, m);
   m.layout = plan_.variant == Variant::Functional && layout_key(args, m.key);
 
-  if (runtime::mode() == runtime::Mode::DeferAndFuse) {
-    record(op, args, m, dev, stack);
-    return;
-  }
-
-  auto compiled = runtime::get_or_compile(m.key, [&] { return build(op, args, m); });
-
-  std::vector<pjrt::Buffer*> raw;
-  raw.reserve(m.inputs.size());
-  for (auto& b : m.inputs) raw.push_back(b.get());
-  std::optional<runtime::trace::OpScope> traced;  // the profiler's device track names the execution
-  if (runtime::trace::on()) traced.emplace(op.schema().name().c_str());
-  std::vector<BufferPtr> outputs = runtime::execute(*compiled, raw, dev);
-  take_checks(op, outputs, compiled->checks);
-  if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, compiled->output_present);
-
-  torch::jit::drop(*stack, n);
-  static const std::vector<ResultLayout> kContiguous;
-  if (!m.layout) {
-    deliver(args, outputs, compiled->output_present, stack, kContiguous);
-    return;
-  }
-  std::shared_ptr<const std::vector<ResultLayout>> layouts;  // shared, not copied, on the hit path
-  {
-    std::lock_guard<std::mutex> lock(signatures_mutex_);
-    auto it = layouts_.find(m.key);
-    if (it != layouts_.end()) layouts = it->second;
-  }
-  // An executable this kernel did not build (another op sharing the key):
-  // the layout its results come in is still the meta function's.
-  if (!layouts) {
-    layouts = std::make_shared<const std::vector<ResultLayout>>(result_layouts(op, args));
-    std::lock_guard<std::mutex> lock(signatures_mutex_);
-    layouts_[m.key] = layouts;
-  }
-  deliver(args, outputs, compiled->output_present, stack, *layouts);
+  submit(op, args, m, dev, stack);
 }
 
-// DeferAndFuse: record the op into the pending graph; its results are
-// pending buffers that materialise at the next sync point.
-void TableKernel::record(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
-                         torch::jit::Stack* stack) {
-  std::shared_ptr<const Signature> sig;
+// The op's signature for this key (result types, layouts, check flags),
+// derived once per key by building the module on the first call.
+std::shared_ptr<const TableKernel::Signature> TableKernel::signature(const c10::OperatorHandle& op,
+                                                                     const std::vector<c10::IValue>& args,
+                                                                     Marshalled& m) {
   {
     std::lock_guard<std::mutex> lock(signatures_mutex_);
     auto it = signatures_.find(m.key);
-    if (it != signatures_.end()) sig = it->second;
+    if (it != signatures_.end()) return it->second;
   }
-  if (!sig) {
-    // First time for this key: build once to learn (and check) the result types.
-    build(op, args, m, &sig);
-    std::lock_guard<std::mutex> lock(signatures_mutex_);
-    signatures_.emplace(m.key, sig);
-  }
+  std::shared_ptr<const Signature> sig = learn(op, args, m);
+  std::lock_guard<std::mutex> lock(signatures_mutex_);
+  return signatures_.emplace(m.key, sig).first->second;
+}
+
+// Hands the op to the executor of the current mode (runtime/executor.h): it
+// runs now (Strict, Debug) or joins the pending graph (DeferAndFuse), from
+// the same emitter; the results come back as buffers either way.
+void TableKernel::submit(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
+                         torch::jit::Stack* stack) {
+  std::shared_ptr<const Signature> sig = signature(op, args, m);
   runtime::EmitFn fn = [this, sig](shlo::Builder& b, const std::vector<shlo::Value>& ins) {
     return emit(b, ins, *sig, /*known=*/true).results;
   };
@@ -413,11 +383,10 @@ void TableKernel::record(const c10::OperatorHandle& op, const std::vector<c10::I
     if (k < sig->layouts.size() && (k >= sig->present.size() || sig->present[k]))
       types[k] = physical_type(types[k], sig->layouts[k]);
   types.resize(types.size() + sig->checks.size(), TensorType{ElemType::S64, {}});
-  // The node key starts with the ATen name: a graph's error messages and the
-  // profiler's device track (runtime/trace.cc) list its ops by it.
-  std::vector<BufferPtr> outputs = runtime::record(dev, op.schema().name() + "|" + m.key, m.inputs, types,
-                                                   std::move(fn));
+  std::vector<BufferPtr> outputs =
+      runtime::submit({dev, op.schema().name().c_str(), m.key, m.inputs, types, fn});
   take_checks(op, outputs, sig->checks);
+  if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, sig->present);
   torch::jit::drop(*stack, plan_.args.size());
   deliver(args, outputs, sig->present, stack, sig->layouts);
 }
@@ -487,10 +456,6 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
     sig.layouts = result_layouts(op, args);  // a lowering that infers its result types (convolution, cat)
   }
   check_complex32(op, args, sig.outs);
-  if (m.layout) {
-    std::lock_guard<std::mutex> lock(signatures_mutex_);
-    layouts_[m.key] = std::make_shared<const std::vector<ResultLayout>>(sig.layouts);
-  }
   sig.common = (lowering_->flags & ops::kNoPromotion) ? ElemType::F32 : common_dtype(args, plan_);
   for (int j : lowering_->writeback_args) {
     const c10::IValue& target = args.at(j);
@@ -501,8 +466,8 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
   return sig;
 }
 
-runtime::BuiltModule TableKernel::build(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
-                                        Marshalled& m, std::shared_ptr<const Signature>* keep) {
+std::shared_ptr<const TableKernel::Signature> TableKernel::learn(const c10::OperatorHandle& op,
+                                                                 const std::vector<c10::IValue>& args, Marshalled& m) {
   std::vector<TensorType> in_types;
   for (const auto& in : m.inputs) in_types.push_back(in->type());
   Signature sig = derive(op, args, m);
@@ -521,15 +486,12 @@ runtime::BuiltModule TableKernel::build(const c10::OperatorHandle& op, const std
     TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: no lowering of ", op.schema().operator_name().name,
                                 " for these dtypes (", why.what(), "); TORCH_TPU_CPU_FALLBACK=1 runs such ops on CPU");
   }
-  if (keep) {
-    const size_t declared = e.outs.size() - e.checks.size();
-    sig.outs = e.logical;
-    sig.present.assign(e.present.begin(), e.present.begin() + declared);
-    sig.checks = e.checks;
-    sig.writeback_types.clear();
-    *keep = std::make_shared<const Signature>(std::move(sig));
-  }
-  return runtime::BuiltModule{b.module(e.results), e.outs, {}, e.present, e.checks};
+  const size_t declared = e.outs.size() - e.checks.size();
+  sig.outs = e.logical;
+  sig.present.assign(e.present.begin(), e.present.begin() + declared);
+  sig.checks = e.checks;
+  sig.writeback_types.clear();
+  return std::make_shared<const Signature>(std::move(sig));
 }
 
 // Runs the lowering on `in_values` (one per runtime input, in marshalling

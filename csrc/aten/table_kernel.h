@@ -18,7 +18,7 @@
 
 #include "aten/common.h"
 #include "aten/marshal.h"
-#include "runtime/deferred.h"
+#include "runtime/executor.h"
 
 namespace ttpu::aten {
 
@@ -56,11 +56,15 @@ class TableKernel final : public c10::OperatorKernel {
   };
 
   void run(const c10::OperatorHandle& op, torch::jit::Stack* stack);
-  void record(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
+  void submit(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
               torch::jit::Stack* stack);
+  std::shared_ptr<const Signature> signature(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                                             Marshalled& m);
   Signature derive(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m);
-  runtime::BuiltModule build(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m,
-                             std::shared_ptr<const Signature>* keep = nullptr);
+  // A key's first call: derives the signature and runs the lowering once to
+  // complete it (inferred result types, check flags).
+  std::shared_ptr<const Signature> learn(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                                         Marshalled& m);
   Emitted emit(shlo::Builder& b, const std::vector<shlo::Value>& in_values, const Signature& sig, bool known) const;
   void deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs, const std::vector<bool>& present,
                torch::jit::Stack* stack, const std::vector<ResultLayout>& layouts) const;
@@ -82,9 +86,6 @@ class TableKernel final : public c10::OperatorKernel {
   std::once_flag planned_;
   OpPlan plan_;
   CpuCheck cpu_check_ = nullptr;                            // cpu_checks.cpp
-  // Signature::layouts by key, for the Strict hit path (keys with a
-  // non-contiguous input only; filled on the miss).
-  std::unordered_map<std::string, std::shared_ptr<const std::vector<ResultLayout>>> layouts_;
   std::optional<c10::OperatorHandle> inplace_functional_;  // mul.Tensor for mul_.Tensor
   OpPlan inplace_functional_plan_;
   std::optional<c10::OperatorHandle> functional_;  // out= overloads: the functional one
@@ -93,7 +94,8 @@ class TableKernel final : public c10::OperatorKernel {
   // An out= tensor that fully overlaps an input: whether CPU's kernel refuses it
   // (take, gather, cat: "unsupported operation: ... single memory location";
   // elementwise ops accept it). 0 unknown, 1 refuses, 2 accepts; learnt once per op.
-  mutable std::atomic<int> full_out_overlap_{0};  // DeferAndFuse: signatures by key
+  mutable std::atomic<int> full_out_overlap_{0};
+  // Signatures by key (every mode)
   std::unordered_map<std::string, std::shared_ptr<const Signature>> signatures_;
 };
 

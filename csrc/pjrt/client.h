@@ -46,64 +46,49 @@ struct PluginConfig {
 // executable destructors become no-ops (their memory belongs to the parent).
 void disable_after_fork();
 
-// A device buffer. In DeferAndFuse mode a buffer can be *pending*: the value
-// of a recorded op that has not run yet. Asking a pending buffer for its raw
-// handle materialises the recorded graph first (through the hook below), so
-// every use that needs real data is a sync point by construction.
+// A device buffer: one PJRT buffer handle with its type and device. A
+// subclass may produce the handle later, on first use (`lazy()` until then):
+// `raw()` is virtual for it. The runtime's deferred values are such buffers;
+// this layer knows nothing of how or when they are produced.
 class Buffer {
  public:
   Buffer(abi::PJRT_Buffer* raw, ElemType type, std::vector<int64_t> dims, int device)
       : raw_(raw), type_{type, std::move(dims)}, device_(device) {
     live.fetch_add(1, std::memory_order_relaxed);
   }
-  // A pending value, identified by `pending_id` in the graph recorded by `owner`.
-  Buffer(uint64_t pending_id, uint64_t owner, shlo::TensorType type, int device)
-      : raw_(nullptr), type_(std::move(type)), device_(device), pending_id_(pending_id), owner_(owner) {
-    live.fetch_add(1, std::memory_order_relaxed);
-  }
-  ~Buffer();
-  // Buffer objects alive (concrete and pending): a leak test's second witness
+  virtual ~Buffer();
+  // Buffer objects alive (concrete and lazy): a leak test's second witness
   // beside the allocator's storage bytes (a runtime cache or a graph node that
   // keeps values alive shows here).
   static inline std::atomic<int64_t> live{0};
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  abi::PJRT_Buffer* raw() const {
-    if (pending_id_ && materialize_hook) materialize_hook(owner_);
-    if (!raw_ && pending_id_)
-      throw Error("torch_tpu: this tensor's value comes from a deferred graph that failed to run (see the error "
-                  "raised at the sync point)", 0);
-    return raw_;
-  }
-  bool pending() const { return pending_id_ != 0; }
-  uint64_t pending_id() const { return pending_id_; }
-  uint64_t owner() const { return owner_; }  // whose recorded graph produces it
-  // The recorded graph ran: this buffer now owns `raw`.
-  void fulfill(abi::PJRT_Buffer* raw) {
-    raw_ = raw;
-    pending_id_ = 0;
-  }
-  static inline void (*materialize_hook)(uint64_t owner) = nullptr;
+  // The handle (a lazy buffer produces it here, or throws).
+  virtual abi::PJRT_Buffer* raw() const { return raw_; }
+  bool lazy() const { return lazy_; }
   const shlo::TensorType& type() const { return type_; }
   int device() const { return device_; }
   size_t nbytes() const { return static_cast<size_t>(type_.numel()) * shlo::byte_size(type_.elem); }
-  // The concrete buffer this pending value will replace in its storage (the
-  // parameter an optimizer updates in place): donation pairs them, so the
-  // graph writes the new value over the old one without copying it first.
-  // Only compared, never dereferenced.
-  const Buffer* replaces() const { return replaces_; }
-  void set_replaces(const Buffer* old) { replaces_ = old; }
   // Ownership moved to the device by donation: do not destroy.
   void release() { raw_ = nullptr; }  // the handle moved elsewhere
   void discard();                     // destroys the handle now
+
+ protected:
+  // A buffer whose handle a subclass produces later (`adopt`).
+  Buffer(shlo::TensorType type, int device) : raw_(nullptr), type_(std::move(type)), device_(device), lazy_(true) {
+    live.fetch_add(1, std::memory_order_relaxed);
+  }
+  void adopt(abi::PJRT_Buffer* raw) {
+    raw_ = raw;
+    lazy_ = false;
+  }
+  abi::PJRT_Buffer* handle() const { return raw_; }
 
  private:
   abi::PJRT_Buffer* raw_;
   shlo::TensorType type_;
   int device_;
-  uint64_t pending_id_ = 0;
-  uint64_t owner_ = 0;
-  const Buffer* replaces_ = nullptr;
+  bool lazy_ = false;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 

@@ -21,7 +21,7 @@ struct Node {
   std::vector<BufferPtr> concrete;  // parallel to input_ids
   std::vector<int> arg_index;       // graph argument of each concrete input (set at flush)
   std::vector<uint64_t> output_ids;
-  std::vector<std::weak_ptr<pjrt::Buffer>> outputs;
+  std::vector<std::weak_ptr<PendingValue>> outputs;
   std::vector<TensorType> output_types;
 };
 
@@ -51,19 +51,21 @@ int g_captured_graphs = 0;
 std::shared_ptr<CapturedGraph> g_capture;
 
 CompiledOpPtr run_graph(std::vector<Node>& nodes, const std::string& key, const std::vector<BufferPtr>& args,
-                        const std::vector<std::shared_ptr<pjrt::Buffer>>& live,
+                        const std::vector<std::shared_ptr<PendingValue>>& live,
                         const std::vector<std::pair<size_t, size_t>>& live_pos,
                         const std::vector<int>& donated_for_result, const std::vector<int>& donated_args, int device);
 
 void flush_owner(uint64_t owner, const char* reason);
 
-void hook(uint64_t owner) { flush_owner(owner, "a pending value was needed"); }
-
-struct HookInstaller {
-  HookInstaller() { pjrt::Buffer::materialize_hook = &hook; }
-} g_hook_installer;
-
 }  // namespace
+
+abi::PJRT_Buffer* PendingValue::raw() const {
+  if (id_) flush_owner(owner_, "a pending value was needed");
+  if (id_)
+    throw pjrt::Error("torch_tpu: this tensor's value comes from a deferred graph that failed to run (see the error "
+                      "raised at the sync point)", 0);
+  return handle();
+}
 
 void set_owner_function(uint64_t (*owner)()) { g_owner_fn.store(owner ? owner : &thread_owner); }
 
@@ -74,7 +76,8 @@ std::vector<BufferPtr> record(int device, const std::string& key, const std::vec
   // A value pending in another owner's graph is materialised first: graphs
   // never reference each other's values.
   for (const auto& in : inputs)
-    if (in->pending() && in->owner() != owner) flush_owner(in->owner(), "a value recorded by another thread");
+    if (PendingValue* p = pending(in.get()); p && p->owner() != owner)
+      flush_owner(p->owner(), "a value recorded by another thread");
   if (auto it = g_graphs.find(owner); it != g_graphs.end()) {
     if (it->second.device >= 0 && it->second.device != device) flush_owner(owner, "ops on another device");
     else if (it->second.nodes.size() >= kMaxRecordedOps) flush_owner(owner, "graph size threshold");
@@ -88,8 +91,8 @@ std::vector<BufferPtr> record(int device, const std::string& key, const std::vec
   n.key = key;
   n.emit = std::move(emit);
   for (const auto& in : inputs) {
-    if (in->pending()) {
-      n.input_ids.push_back(in->pending_id());
+    if (PendingValue* p = pending(in.get())) {
+      n.input_ids.push_back(p->id());
       n.concrete.push_back(nullptr);
     } else {
       n.input_ids.push_back(0);
@@ -99,7 +102,7 @@ std::vector<BufferPtr> record(int device, const std::string& key, const std::vec
   std::vector<BufferPtr> result;
   for (const auto& t : outputs) {
     uint64_t id = g_next_id++;
-    auto b = std::make_shared<pjrt::Buffer>(id, owner, t, device);
+    auto b = std::make_shared<PendingValue>(id, owner, t, device);
     n.output_ids.push_back(id);
     n.outputs.push_back(b);
     n.output_types.push_back(t);
@@ -149,7 +152,7 @@ void flush_owner(uint64_t owner, const char* reason) {
   std::unordered_map<const pjrt::Buffer*, int> arg_of;
   std::unordered_map<const pjrt::Buffer*, long> graph_refs;  // references held by the recorded nodes
   std::vector<BufferPtr> args;
-  std::vector<std::shared_ptr<pjrt::Buffer>> live;
+  std::vector<std::shared_ptr<PendingValue>> live;
   std::vector<std::pair<size_t, size_t>> live_pos;  // (node, output)
   std::string key = "graph|";
   size_t position = 0;
@@ -199,7 +202,7 @@ void flush_owner(uint64_t owner, const char* reason) {
   std::vector<int> donated_args;
   std::vector<bool> dead(args.size());
   for (size_t a = 0; a < args.size(); ++a)
-    dead[a] = !args[a]->pending() && args[a].use_count() == graph_refs[args[a].get()] + 1;
+    dead[a] = !pending(args[a].get()) && args[a].use_count() == graph_refs[args[a].get()] + 1;
   auto donate = [&](size_t a, size_t r) {
     donated_for_result[r] = static_cast<int>(a);
     donated_args.push_back(static_cast<int>(a));
@@ -230,7 +233,7 @@ void flush_owner(uint64_t owner, const char* reason) {
 
   try {
     CompiledOpPtr compiled = run_graph(nodes, key, args, live, live_pos, donated_for_result, donated_args, device);
-    if (capturing) g_capture = std::make_shared<CapturedGraph>(CapturedGraph{compiled, args, live});
+    if (capturing) g_capture = std::make_shared<CapturedGraph>(CapturedGraph{compiled, args, std::vector<BufferPtr>(live.begin(), live.end())});
   } catch (const pjrt::Error& e) {
     std::string ops;
     for (size_t i = 0; i < nodes.size() && i < 8; ++i) ops += (i ? ", " : "") + nodes[i].key.substr(0, nodes[i].key.find('|'));
@@ -242,7 +245,7 @@ void flush_owner(uint64_t owner, const char* reason) {
 }
 
 CompiledOpPtr run_graph(std::vector<Node>& nodes, const std::string& key, const std::vector<BufferPtr>& args,
-                        const std::vector<std::shared_ptr<pjrt::Buffer>>& live,
+                        const std::vector<std::shared_ptr<PendingValue>>& live,
                         const std::vector<std::pair<size_t, size_t>>& live_pos,
                         const std::vector<int>& donated_for_result, const std::vector<int>& donated_args, int device) {
   if (g_inject_failure.load()) throw pjrt::Error("torch_tpu: injected graph failure (test hook)", 0);

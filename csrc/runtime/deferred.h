@@ -12,14 +12,49 @@
 #include <string>
 #include <vector>
 
+#include "runtime/executor.h"
 #include "runtime/runtime.h"
 
 namespace ttpu::runtime {
 
-// Emits the recorded op into `b` given its input values; returns its results.
-using EmitFn = std::function<std::vector<Value>(shlo::Builder& b, const std::vector<Value>& inputs)>;
+// A recorded op's result: a device buffer whose handle exists once the
+// graph that produces it has run. Asking for the handle (raw()) runs that
+// graph first, so every use that needs real data is a sync point by
+// construction.
+class PendingValue final : public pjrt::Buffer {
+ public:
+  PendingValue(uint64_t id, uint64_t owner, TensorType type, int device)
+      : pjrt::Buffer(std::move(type), device), id_(id), owner_(owner) {}
+  abi::PJRT_Buffer* raw() const override;
+  bool pending() const { return id_ != 0; }
+  uint64_t id() const { return id_; }
+  uint64_t owner() const { return owner_; }  // whose recorded graph produces it
+  // The concrete buffer this value will replace in its storage (the
+  // parameter an optimizer updates in place): donation pairs them, so the
+  // graph writes the new value over the old one without copying it first.
+  // Only compared, never dereferenced.
+  const pjrt::Buffer* replaces() const { return replaces_; }
+  void set_replaces(const pjrt::Buffer* old) { replaces_ = old; }
+  // The graph ran: this value now owns `raw`.
+  void fulfill(abi::PJRT_Buffer* raw) {
+    adopt(raw);
+    id_ = 0;
+  }
 
-// Records one op. `key` identifies the op's signature (as in the eager
+ private:
+  uint64_t id_;
+  uint64_t owner_;
+  const pjrt::Buffer* replaces_ = nullptr;
+};
+
+// The value `b` is while its graph has not run; null for a concrete buffer.
+inline PendingValue* pending(const pjrt::Buffer* b) {
+  if (!b || !b->lazy()) return nullptr;
+  auto* p = dynamic_cast<PendingValue*>(const_cast<pjrt::Buffer*>(b));
+  return p && p->pending() ? p : nullptr;
+}
+
+// Records one op (the DeferAndFuse executor, executor.h, calls this). `key` identifies the op's signature (as in the eager
 // cache); returns pending buffers of `outputs` types on `device`.
 std::vector<BufferPtr> record(int device, const std::string& key, const std::vector<BufferPtr>& inputs,
                               const std::vector<TensorType>& outputs, EmitFn emit);

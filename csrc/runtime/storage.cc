@@ -60,21 +60,12 @@ BufferPtr offset_buffer(int64_t offset, int device) {
   return upload_scalar(&offset, ElemType::S64, device);
 }
 
-// One path for the storage executables: run now (Strict/Debug) or record
-// into the pending graph (DeferAndFuse), from the same emitter.
-BufferPtr run_or_record(const std::string& key, const std::vector<BufferPtr>& inputs, const TensorType& out,
+// The storage executables go through the executor like every op: run now
+// (Strict/Debug) or recorded into the pending graph (DeferAndFuse).
+BufferPtr submit_op(const std::string& key, const std::vector<BufferPtr>& inputs, const TensorType& out,
                         int device, const EmitFn& emit) {
-  if (mode() == Mode::DeferAndFuse) return record(device, key, inputs, {out}, emit)[0];
-  auto op = get_or_compile(key, [&] {
-    shlo::Builder b;
-    std::vector<Value> ins;
-    for (const auto& in : inputs) ins.push_back(b.arg(in->type()));
-    std::vector<Value> r = emit(b, ins);
-    return BuiltModule{b.module(r), {out}, {}};
-  });
-  std::vector<pjrt::Buffer*> raw;
-  for (const auto& in : inputs) raw.push_back(in.get());
-  return execute(*op, raw, device)[0];
+  const std::vector<TensorType> outs{out};
+  return submit({device, nullptr, key, inputs, outs, emit})[0];
 }
 
 }  // namespace
@@ -82,7 +73,7 @@ BufferPtr run_or_record(const std::string& key, const std::vector<BufferPtr>& in
 BufferPtr zeros(const TensorType& type, int device) {
   std::string key = "zeros|";
   append_type(key, type);
-  return run_or_record(key, {}, type, device, [type](shlo::Builder& b, const std::vector<Value>&) {
+  return submit_op(key, {}, type, device, [type](shlo::Builder& b, const std::vector<Value>&) {
     return std::vector<Value>{b.constant(0, type.elem, type.dims)};
   });
 }
@@ -96,7 +87,7 @@ BufferPtr read_view(StorageHandle& h, const ops::ViewSpec& v) {
   append_type(key, bt);
   append_view(key, v);
   TensorType out{v.elem, v.sizes};
-  return run_or_record(key, {h.buffer, offset_buffer(v.offset, h.device)}, out, h.device,
+  return submit_op(key, {h.buffer, offset_buffer(v.offset, h.device)}, out, h.device,
                        [v](shlo::Builder& b, const std::vector<Value>& in) {
                          return std::vector<Value>{ops::gather_view(b, in[0], v, &in[1])};
                        });
@@ -106,8 +97,11 @@ namespace {
 // A pending value that becomes the storage's buffer remembers which concrete
 // buffer it replaces (through a chain of pending in-place updates).
 void set_buffer(StorageHandle& h, BufferPtr fresh) {
-  if (fresh->pending() && h.buffer && h.buffer != fresh)
-    fresh->set_replaces(h.buffer->pending() && h.buffer->replaces() ? h.buffer->replaces() : h.buffer.get());
+  PendingValue* p = pending(fresh.get());
+  if (p && h.buffer && h.buffer != fresh) {
+    const PendingValue* old = pending(h.buffer.get());
+    p->set_replaces(old && old->replaces() ? old->replaces() : h.buffer.get());
+  }
   h.buffer = std::move(fresh);
 }
 }  // namespace
@@ -130,7 +124,7 @@ void write_view(StorageHandle& h, const ops::ViewSpec& v, const BufferPtr& value
   TensorType out = v.elem == bt.elem
                        ? bt
                        : TensorType{v.elem, {static_cast<int64_t>(h.nbytes / shlo::byte_size(v.elem))}};
-  set_buffer(h, run_or_record(key, {h.buffer, value, offset_buffer(v.offset, h.device)}, out, h.device,
+  set_buffer(h, submit_op(key, {h.buffer, value, offset_buffer(v.offset, h.device)}, out, h.device,
                               [v, bt](shlo::Builder& b, const std::vector<Value>& in) {
                                 Value r = ops::scatter_view(b, in[0], in[1], v, &in[2]);
                                 if (r.type.elem == bt.elem) r = b.reshape(r, bt.dims);
@@ -149,16 +143,13 @@ BufferPtr resized_buffer(StorageHandle& h, size_t new_nbytes) {
   std::string key = "resize|";
   append_type(key, bt);
   key += std::to_string(new_count);
-  auto op = get_or_compile(key, [&] {
-    shlo::Builder b;
-    Value base = b.arg(bt);
-    Value flat = ops::reinterpret_flat(b, b.reshape(base, {bt.numel()}), elem);
-    Value r = new_count >= old_count
-                  ? b.pad(flat, b.constant(0, elem), {0}, {new_count - old_count})
-                  : b.slice(flat, {0}, {new_count}, {1});
-    return BuiltModule{b.module({r}), {r.type}, {}};
-  });
-  return execute(*op, {h.buffer.get()}, h.device)[0];
+  return submit_op(key, {h.buffer}, TensorType{elem, {new_count}}, h.device,
+                       [bt, elem, old_count, new_count](shlo::Builder& b, const std::vector<Value>& in) {
+                         Value flat = ops::reinterpret_flat(b, b.reshape(in[0], {bt.numel()}), elem);
+                         return std::vector<Value>{new_count >= old_count
+                                                       ? b.pad(flat, b.constant(0, elem), {0}, {new_count - old_count})
+                                                       : b.slice(flat, {0}, {new_count}, {1})};
+                       });
 }
 
 BufferPtr convert_broadcast(const BufferPtr& value, const TensorType& to, int device) {
@@ -166,7 +157,7 @@ BufferPtr convert_broadcast(const BufferPtr& value, const TensorType& to, int de
   std::string key = "convert|";
   append_type(key, value->type());
   append_type(key, to);
-  return run_or_record(key, {value}, to, device, [to](shlo::Builder& b, const std::vector<Value>& in) {
+  return submit_op(key, {value}, to, device, [to](shlo::Builder& b, const std::vector<Value>& in) {
     return std::vector<Value>{ops::broadcast_convert(b, in[0], to)};
   });
 }
