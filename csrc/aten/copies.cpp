@@ -22,6 +22,34 @@ at::ScalarType bits_dtype(at::ScalarType t) {
   }
 }
 
+// The value of a tpu view on the host, in `dtype` (the source dtype or its
+// bits). A view that is not its storage's buffer is gathered on the device,
+// one executable per view shape, unless the whole storage is small next to
+// the view: then the storage comes down and the view is taken on the host.
+// Reading many differently shaped views of one buffer (a bucketed graph's
+// narrowed results, slices of a sequence in a loop) then compiles nothing.
+at::Tensor download_view(const at::Tensor& src, at::ScalarType dtype) {
+  at::Tensor host = at::empty(src.sizes(), at::TensorOptions().dtype(dtype));
+  if (src.numel() == 0) return host;
+  runtime::StorageHandle& h = handle_of(src);
+  const size_t view_bytes = static_cast<size_t>(src.numel()) * src.element_size();
+  constexpr size_t kSmallStorage = 1 << 20;
+  const bool whole_storage = h.buffer && h.buffer->type().elem == elem_of(src.scalar_type()) &&
+                             h.buffer->nbytes() == h.nbytes && h.nbytes <= std::max(4 * view_bytes, kSmallStorage);
+  const bool is_buffer = h.buffer && src.storage_offset() == 0 && src.is_contiguous() &&
+                         h.buffer->type().dims == src.sizes();
+  if (whole_storage && !is_buffer) {
+    at::Tensor storage = at::empty({static_cast<int64_t>(h.nbytes / src.element_size())},
+                                   at::TensorOptions().dtype(dtype));
+    runtime::download(*h.buffer, storage.data_ptr());
+    host.copy_(storage.as_strided(src.sizes(), src.strides(), src.storage_offset()));
+    return host;
+  }
+  BufferPtr value = read(src);
+  runtime::download(*value, host.data_ptr());
+  return host;
+}
+
 void copy_into(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.numel() == 0) return;
   // Lazy conj/neg bits (fft results, x.conj()): copy the stored values, then
@@ -59,11 +87,11 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src) {
     return;
   }
   // device -> host
-  BufferPtr value = read(src);
-  at::Tensor host = at::empty(src.sizes(), at::TensorOptions().dtype(src.scalar_type()));
-  if (src.numel() > 0) runtime::download(*value, host.data_ptr());
-  if (bits != at::ScalarType::Undefined) dst.view(bits).copy_(host.view(bits));
-  else dst.copy_(host);
+  if (bits != at::ScalarType::Undefined) {
+    dst.view(bits).copy_(download_view(src, bits));
+  } else {
+    dst.copy_(download_view(src, src.scalar_type()));
+  }
 }
 
 }  // namespace
