@@ -647,3 +647,38 @@ def test_default_torch_compile_on_tpu_tensors_uses_the_tpu_backend():
     torch.testing.assert_close(out.detach().cpu(), ref.detach(), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(xd.grad.cpu(), x.grad, rtol=1e-5, atol=1e-5)
     assert torch_tpu._compile.stats()["graphs_compiled"] >= 1
+
+
+def test_dynamo_device_interface_answers_from_torch_tpu():
+    # torch's placeholder TpuInterface (current device 0, device_count
+    # unimplemented) must not be the one Dynamo finds for 'tpu'
+    from torch._dynamo.device_interface import get_interface_for_device
+    iface = get_interface_for_device("tpu")
+    assert iface.device_count() == torch.tpu.device_count() > 0
+    assert iface.is_available()
+    assert iface.current_device() == torch.tpu.current_device()
+    assert iface.get_raw_stream(0) == torch.tpu.current_stream(0).stream_id
+    assert iface.is_dtype_supported(torch.float64) and iface.is_dtype_supported(torch.complex64)
+    assert not iface.is_dtype_supported(torch.qint8)
+    assert iface.is_bf16_supported()
+    iface.synchronize()
+    if torch.tpu.device_count() > 1:
+        with iface.device(1):
+            assert iface.current_device() == 1
+        previous = iface.exchange_device(1)
+        assert torch.tpu.current_device() == 1
+        iface.exchange_device(previous)
+    assert get_interface_for_device(torch.device("tpu")) is iface
+
+
+def test_stream_inside_a_compiled_function():
+    s = torch.tpu.Stream()
+
+    def fn(x):
+        with torch.tpu.stream(s):
+            y = x * 2
+        return y + 1
+    x = make_tensor((4, 4))
+    out = torch.compile(fn, backend="tpu")(x.to("tpu"))
+    torch.tpu.synchronize()
+    assert_same(out, x * 2 + 1)

@@ -1,4 +1,5 @@
-"""Registers the torch.compile backend "tpu" without importing Dynamo.
+"""Registers the torch.compile backend "tpu" (and Dynamo's device interface
+for 'tpu', device_interface.py) without importing Dynamo.
 
 Importing torch._dynamo costs about 1.6 s, so `import torch_tpu` must not do
 it. Dynamo keeps its backends in torch._dynamo.backends.registry; that module
@@ -31,12 +32,24 @@ def _register_into(registry) -> None:
     registry.register_backend(compiler_fn=tpu_backend, name=BACKEND_NAME)
 
 
+_DEVICE_INTERFACE = "torch._dynamo.device_interface"
+
+
+def _register_interface_into(module) -> None:
+    from .device_interface import install
+    install(module)
+
+
+# module -> what to do right after it has executed
+_AFTER = {_REGISTRY: _register_into, _DEVICE_INTERFACE: _register_interface_into}
+
+
 class _RegisterAfterImport(importlib.abc.MetaPathFinder):
-    """Finds the registry module through the other finders and wraps its
-    loader's exec_module so that the backend is registered right after it."""
+    """Finds a watched module through the other finders and wraps its
+    loader's exec_module so that ours is registered right after it."""
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != _REGISTRY:
+        if fullname not in _AFTER or fullname in _done:
             return None
         spec = None
         for finder in list(sys.meta_path):
@@ -52,12 +65,14 @@ class _RegisterAfterImport(importlib.abc.MetaPathFinder):
 
         def exec_module_then_register(module):
             exec_module(module)
-            _remove_hook()
+            _done.add(fullname)
+            if len(_done) == len(_AFTER):
+                _remove_hook()
             try:
                 del loader.exec_module  # back to the class's method
             except AttributeError:
                 pass
-            _register_into(module)
+            _AFTER[fullname](module)
 
         try:
             loader.exec_module = exec_module_then_register
@@ -67,6 +82,7 @@ class _RegisterAfterImport(importlib.abc.MetaPathFinder):
 
 
 _hook = _RegisterAfterImport()
+_done: set = set()
 
 
 def _remove_hook() -> None:
@@ -77,9 +93,15 @@ def _remove_hook() -> None:
 
 
 def install() -> None:
-    """Registers "tpu" now if Dynamo's registry is loaded, else when it loads."""
+    """Registers the backend "tpu" and Dynamo's device interface for 'tpu' now
+    where their modules are loaded, else when they load."""
     registry = sys.modules.get(_REGISTRY)
     if registry is not None and hasattr(registry, "register_backend"):
         _register_into(registry)
-    elif _hook not in sys.meta_path:
+        _done.add(_REGISTRY)
+    interfaces = sys.modules.get(_DEVICE_INTERFACE)
+    if interfaces is not None and hasattr(interfaces, "register_interface_for_device"):
+        _register_interface_into(interfaces)
+        _done.add(_DEVICE_INTERFACE)
+    if len(_done) < len(_AFTER) and _hook not in sys.meta_path:
         sys.meta_path.insert(0, _hook)
