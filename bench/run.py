@@ -446,9 +446,54 @@ def case_lowp(r: Recorder):
             r.run(f"{name} {n}^3", mode, dev, fn, reps, inner)
 
 
+def case_dynamic(r: Recorder):
+    """#19 section 3, bounded dynamic shapes: one model (TinyGPT forward, no
+    gradients) called at every sequence length of a sweep. Native: CPU eager.
+    'tpu': torch.compile(dynamic=True) with buckets (powers of two, the
+    default) and without (one executable per length). `first_sweep_ms` and
+    `first_sweep_compiles` are the first sweep (it compiles what it needs,
+    from an emptied executable cache); the median is a warm sweep."""
+    lengths = list(range(2, 65, 4 if r.quick else 1))
+    reps = 3 if r.quick else 5
+    name = f"dynamic: {len(lengths)}-length sweep"
+
+    def sweep_of(model, dev):
+        g = torch.Generator().manual_seed(0)
+        batches = [torch.randint(0, 256, (2, t), generator=g).to(dev) for t in lengths]
+
+        def sweep():
+            with torch.no_grad():
+                for x in batches:
+                    model(x)
+        return sweep
+    torch.manual_seed(0)
+    if SIDE == "native":
+        r.run(name, "cpu", "cpu", sweep_of(models.TinyGPT().eval(), "cpu"), reps, 1)
+        return
+    if "compiled" not in SELECTED:
+        return
+    capacity = torch.tpu.compile_stats().get("cache_capacity", 4096)
+    for option in ("pow2", "off"):
+        torch._dynamo.reset()
+        torch.tpu.set_executable_cache_capacity(1)  # the first sweep compiles from nothing
+        torch.tpu.set_executable_cache_capacity(capacity)
+        model = torch.compile(models.TinyGPT().eval().to("tpu"), backend="tpu", dynamic=True,
+                              options={"buckets": option})
+        sweep = sweep_of(model, "tpu")
+        before = STATS.compiles()
+        t0 = time.perf_counter()
+        sweep()
+        sync("tpu")
+        first_ms = (time.perf_counter() - t0) * 1e3
+        first_compiles = STATS.compiles() - before
+        rec = r.run(name if option == "pow2" else f"{name} (buckets off)", "compiled", "tpu", sweep, reps, 1)
+        rec.update(first_sweep_ms=first_ms, first_sweep_compiles=first_compiles)
+        print(f"    first sweep: {first_ms:.0f} ms, {first_compiles} executables compiled", flush=True)
+
+
 GROUPS = {"dispatch": case_dispatch, "compile": case_compile, "training": case_training,
           "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start, "mixed": case_mixed,
-          "lowp": case_lowp}
+          "lowp": case_lowp, "dynamic": case_dynamic}
 
 
 def run_native(args, when):

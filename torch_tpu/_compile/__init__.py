@@ -9,9 +9,9 @@ the backend is registered when Dynamo's registry is first imported (_hook.py).
 from __future__ import annotations
 
 from . import _hook
-from .backend import replay_refusals, reset_stats, stats
+from .backend import bucket_refusals, replay_refusals, reset_stats, stats
 
-__all__ = ["compile", "stats", "reset_stats", "replay_refusals"]
+__all__ = ["compile", "stats", "reset_stats", "replay_refusals", "bucket_refusals"]
 
 
 def compile(fn, **kwargs):

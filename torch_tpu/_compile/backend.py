@@ -55,7 +55,7 @@ Shapes and guards
 -----------------
 Dynamo guards on shape, dtype, device and requires_grad and calls the backend
 again when they change (`stats()["invocations"]` counts those calls). Symbolic
-sizes (bounded dynamic shapes padded to buckets do not exist yet):
+sizes:
 - `torch.compile(..., dynamic=True)` traces with symbolic sizes from the first
   call; with the default dynamic=None, Dynamo's "automatic dynamic" recompiles
   a function that saw a second input shape (or a second value of a Python
@@ -74,6 +74,15 @@ sizes (bounded dynamic shapes padded to buckets do not exist yet):
   Retracing a static AOTAutograd graph per shape was the alternative; it costs
   a trace per shape and cannot trace Dynamo's tensorified floats (`.item()` on
   a fake tensor), for nothing the runtime specialisation does not give.
+- Buckets (buckets.py): an inference graph (no gradients) whose symbolic
+  sizes are input dimensions runs at bucket sizes instead, where the pass
+  proves that zero padding (plus the masks it inserts before reductions,
+  softmax and contractions over a padded dimension) cannot change a real
+  result; its results are narrowed back. Powers of two by default, capped by
+  mark_dynamic's max; `options={"buckets": [sizes]}` or `"off"`. 100
+  sequence lengths up to 128 run as 6 executables. Refused graphs (the
+  reasons: `bucket_refusals()`) and training graphs specialise per shape as
+  above.
 
 Graph breaks
 ------------
@@ -87,8 +96,8 @@ backward graph (called by the autograd engine), and optimizer.step.
 
 Missing
 -------
-- Bounded dynamic shapes (see above): one executable per concrete shape, no
-  padding to buckets; the executable cache is unbounded.
+- Buckets for training graphs (forward + backward): the backward would need
+  the same proof for every gradient; they specialise per shape.
 - Persistent (on-disk) cache of the fused executables: being built in C++
   separately; until then every process compiles its graphs once.
 - No graph-level passes of our own (no custom fusion, no layout planning):
@@ -115,8 +124,11 @@ _stats = {
     "graph_runs": 0,             # executions of those fused graphs
     "graph_replays": 0,          # of which: the captured executable run directly (no op recording)
     "not_replayable": 0,         # captures refused (the reasons: replay_refusals())
+    "bucketed_graphs": 0,        # symbolic inference graphs run at bucket sizes (buckets.py)
+    "bucket_specialisations": 0,  # distinct bucket sizes those graphs ran at
 }
 _refusals: dict = {}
+_bucket_refusals: dict = {}
 
 
 def _count(key: str, n: int = 1) -> None:
@@ -135,12 +147,19 @@ def reset_stats() -> None:
         for k in _stats:
             _stats[k] = 0
         _refusals.clear()
+        _bucket_refusals.clear()
 
 
 def replay_refusals() -> dict:
     """Why captured graphs were not made replayable: reason -> count."""
     with _lock:
         return dict(_refusals)
+
+
+def bucket_refusals() -> dict:
+    """Why symbolic inference graphs were not run at bucket sizes: reason -> count."""
+    with _lock:
+        return dict(_bucket_refusals)
 
 
 _DEBUG = 1  # EagerMode.DEBUG.value
@@ -302,6 +321,41 @@ _bw_compiler = _compiler("backward")
 _inference_compiler = _compiler("inference")
 
 
+def _bucketing_inference_compiler(sizes):
+    """Inference graphs with symbolic sizes run at bucket sizes where
+    buckets.py proves padding cannot change a result (`sizes`: a list of
+    bucket sizes, or None for powers of two); elsewhere as _FusedGraph."""
+    from . import buckets
+
+    def compile_graph(gm: torch.fx.GraphModule, example_inputs):
+        if not _has_symbols(gm, example_inputs):
+            return _FusedGraph(gm, "inference")
+        try:
+            plan = buckets.plan(gm)
+        except buckets.Refused as why:
+            with _lock:
+                _bucket_refusals[str(why)] = _bucket_refusals.get(str(why), 0) + 1
+            return _FusedGraph(gm, "inference")
+        _count("bucketed_graphs")
+        exact = []
+
+        def run_exact(args):
+            if not exact:
+                exact.append(_FusedGraph(gm, "inference"))
+            return exact[0](args)
+
+        seen = set()
+
+        def on_run(key):
+            if key not in seen:
+                seen.add(key)
+                _count("bucket_specialisations")
+
+        return buckets.BucketedGraph(plan, _FusedGraph(plan.gm, "inference"), run_exact, sizes, on_run)
+    compile_graph.__name__ = "tpu_inference_compiler"
+    return compile_graph
+
+
 def _partitioner(name: str):
     from torch._functorch import partitioners
     if name == "min_cut":
@@ -311,14 +365,14 @@ def _partitioner(name: str):
     raise ValueError(f"torch_tpu: unknown partitioner {name!r}; use 'min_cut' or 'default'")
 
 
-def _aot_compile(gm, example_inputs, partitioner: str):
+def _aot_compile(gm, example_inputs, partitioner: str, buckets):
     from torch._dynamo.backends.common import aot_autograd
 
     # a fresh AotAutograd per graph: it stores its wrapped bw_compiler in its kwargs
     return aot_autograd(
         fw_compiler=_fw_compiler,
         bw_compiler=_bw_compiler,
-        inference_compiler=_inference_compiler,
+        inference_compiler=_inference_compiler if buckets is False else _bucketing_inference_compiler(buckets),
         partition_fn=_partitioner(partitioner),
         keep_inference_input_mutations=True,
     )(gm, example_inputs)
@@ -414,19 +468,33 @@ def _capturable_tpu_optimizers() -> None:
     OptimizerVariable._set_capturable = _set_capturable
 
 
+def _bucket_option(value):
+    """options={"buckets": ...}: "pow2" (default: powers of two, capped by
+    mark_dynamic's max), a list of sizes, or None / "off" (exact sizes)."""
+    if value is None or value is False or value == "off":
+        return False
+    if value == "pow2":
+        return None
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and v > 0 for v in value):
+        return sorted(value)
+    raise ValueError("torch_tpu: options['buckets'] must be 'pow2', 'off' or a list of positive sizes, "
+                     f"got {value!r}")
+
+
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """Dynamo backend "tpu" (see the module docstring).
 
     kwargs (from torch.compile): `mode` is accepted and ignored;
-    `options={"partitioner": "min_cut" | "default"}`."""
+    `options={"partitioner": "min_cut" | "default", "buckets": "pow2" | [sizes] | "off"}`."""
     _count("invocations")
     _capturable_tpu_optimizers()
     options = dict(kwargs.get("options") or {})
     partitioner = options.pop("partitioner", "min_cut")
+    buckets = _bucket_option(options.pop("buckets", "pow2"))
     if options:
         raise ValueError(f"torch_tpu: unknown torch.compile options for backend 'tpu': {sorted(options)}")
     _partitioner(partitioner)  # validate early
-    compiled = _aot_compile(gm, example_inputs, partitioner)
+    compiled = _aot_compile(gm, example_inputs, partitioner, buckets)
     if _has_symbols(gm, example_inputs):
         return _ConcreteShapes(compiled)
     return compiled
