@@ -238,3 +238,23 @@ def test_index_past_the_real_length_raises_as_on_cpu():
             fn(torch.randn(2, 3))
         with pytest.raises(IndexError):
             f(torch.randn(2, 3).to("tpu"))
+
+
+def test_random_ops_and_input_mutations_refuse():
+    def noisy(x):
+        return torch.softmax(x, 1) + torch.rand_like(x)
+
+    def mutating(x, buf):
+        buf.add_(x.sum(1))
+        return x * 2
+    f, g = torch.compile(noisy, backend="tpu", dynamic=True), torch.compile(mutating, backend="tpu", dynamic=True)
+    with torch.no_grad():
+        for t in (3, 5):
+            out = f(torch.randn(2, t).to("tpu"))
+            assert out.shape == (2, t)
+            buf = torch.zeros(2)
+            x = torch.randn(2, t)
+            buf_tpu = buf.to("tpu")
+            assert_same(g(x.to("tpu"), buf_tpu), mutating(x, buf))
+            assert_same(buf_tpu, buf)
+    assert tpu_compile.stats()["bucketed_graphs"] == 0, tpu_compile.bucket_refusals()

@@ -336,6 +336,11 @@ class _Rewriter:
             self.copy(n)
             self.state[n] = self._plain_state(n)
             return
+        if isinstance(t, torch._ops.OpOverload) and (t._schema.is_mutable or
+                                                    torch.Tag.nondeterministic_seeded in t.tags):
+            # an input mutation would write the padding into the input; a
+            # random op would draw more numbers than the unpadded run
+            self.fail(n, "mutates an input or draws random numbers on a padded tensor")
         handler = _HANDLERS.get(t)
         if handler is None and isinstance(t, torch._ops.OpOverload) and torch.Tag.pointwise in t.tags:
             handler = _pointwise
