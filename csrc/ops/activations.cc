@@ -91,16 +91,24 @@ std::vector<Value> threshold_bwd(LowerCtx& c) {
   return finish(c, c.b.select(c.b.compare(Compare::LE, x, th), cst(c, 0, g), g));
 }
 
+// The conjugate of a complex derivative (PyTorch's convention for the
+// gradients of holomorphic functions: grad * conj(f'(z))); a real one as is.
+Value conj_if_complex(Builder& b, const Value& v) {
+  if (!shlo::is_complex(v.type.elem)) return v;
+  Parts p = parts(b, v);
+  return b.op("complex", {p.re, neg(b, p.im)}, v.type);
+}
+
 std::vector<Value> sigmoid_bwd(LowerCtx& c) {
   ElemType ct = float_compute(c);
   Value g = in(c, 0, ct), y = in(c, 1, ct);
-  return finish(c, c.b.mul(g, c.b.mul(y, c.b.sub(cst(c, 1, y), y))));
+  return finish(c, multiply(c.b, g, conj_if_complex(c.b, multiply(c.b, y, c.b.sub(cst(c, 1, y), y)))));
 }
 
 std::vector<Value> tanh_bwd(LowerCtx& c) {
   ElemType ct = float_compute(c);
   Value g = in(c, 0, ct), y = in(c, 1, ct);
-  return finish(c, c.b.mul(g, c.b.sub(cst(c, 1, y), c.b.mul(y, y))));
+  return finish(c, multiply(c.b, g, conj_if_complex(c.b, c.b.sub(cst(c, 1, y), multiply(c.b, y, y)))));
 }
 
 std::vector<Value> leaky_relu(LowerCtx& c) {

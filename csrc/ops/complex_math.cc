@@ -123,7 +123,22 @@ Value cabs_c99(Builder& b, const Value& x, const Value& y) {
 // NaN + i NaN unless the other is infinite (+inf + i NaN); log(±0) = -inf.
 Value clog_c99(Builder& b, const Value& z) {
   Parts p = parts(b, z);
-  return make(b, b.unary("log", cabs_c99(b, p.re, p.im)), b.binary("atan2", p.im, p.re), z.type);
+  // |z| itself overflows when both parts are near the largest value (log|3e38
+  // + 3e38i| is 88.9): there, log(max) + log1p((min / max)^2) / 2
+  Value ax = b.unary("abs", p.re), ay = b.unary("abs", p.im);
+  Value big = b.max(ax, ay), small = b.min(ax, ay);
+  double limit = (p.re.type.elem == ElemType::F32 ? FLT_MAX : DBL_MAX) / 4;
+  Value huge = both(b, b.compare(Compare::GT, big, k(b, limit, big)), finite(b, big));
+  Value r = b.div(small, b.select(huge, big, k(b, 1, big)));
+  Value scaled = b.add(b.unary("log", big), b.mul(k(b, 0.5, big), b.unary("log_plus_one", b.mul(r, r))));
+  Value h = cabs_c99(b, p.re, p.im);
+  // |z| near 1: log|z| = log1p(|z|^2 - 1) / 2 with |z|^2 - 1 = (max - 1)(max + 1) + min^2,
+  // which keeps the digits log(|z|) loses when |z| is rounded (log|0.585 + 0.824i|)
+  Value near_one = both(b, b.compare(Compare::GT, h, k(b, 0.7, h)), b.compare(Compare::LT, h, k(b, 1.4, h)));
+  Value m1 = b.add(b.mul(b.sub(big, k(b, 1, big)), b.add(big, k(b, 1, big))), b.mul(small, small));
+  Value log_near = b.mul(k(b, 0.5, big), b.unary("log_plus_one", m1));
+  Value log_abs = b.select(huge, scaled, b.select(near_one, log_near, b.unary("log", h)));
+  return make(b, log_abs, b.binary("atan2", p.im, p.re), z.type);
 }
 
 // csqrt(x + iy) as glibc: the principal root, real part >= 0, imaginary part
@@ -131,8 +146,14 @@ Value clog_c99(Builder& b, const Value& z) {
 // infinite and NaN parts.
 Value csqrt_c99(Builder& b, const Value& z) {
   Parts p = parts(b, z);
-  const Value &x = p.re, &y = p.im;
-  Value zero = k(b, 0, x), half = k(b, 0.5, x), inf = k(b, INFINITY, x), nan = k(b, NAN, x);
+  Value zero = k(b, 0, p.re), half = k(b, 0.5, p.re), inf = k(b, INFINITY, p.re), nan = k(b, NAN, p.re);
+  // parts near the largest value: the root of z / 4, doubled (|z| + x would
+  // overflow: sqrt(3e38 + i) is 1.7e19, not inf)
+  double limit = (p.re.type.elem == ElemType::F32 ? FLT_MAX : DBL_MAX) / 4;
+  Value huge = b.compare(Compare::GT, b.max(b.unary("abs", p.re), b.unary("abs", p.im)), k(b, limit, p.re));
+  Value quarter = b.select(huge, k(b, 0.25, p.re), k(b, 1, p.re));
+  Value grow = b.select(huge, k(b, 2, p.re), k(b, 1, p.re));
+  const Value x = b.mul(p.re, quarter), y = b.mul(p.im, quarter);
   Value d = cabs_c99(b, x, y);
   Value x_pos = b.compare(Compare::GT, x, zero);
   // x > 0: r = sqrt((d + x) / 2), s = y / 2r;  x <= 0: s = sqrt((d - x) / 2), r = |y| / 2s
@@ -140,10 +161,11 @@ Value csqrt_c99(Builder& b, const Value& z) {
   Value big_neg = b.unary("sqrt", b.sub(b.mul(half, d), b.mul(half, x)));
   Value re = b.select(x_pos, big_pos, b.unary("abs", b.mul(half, b.div(y, big_neg))));
   Value im = b.select(x_pos, b.mul(half, b.div(y, big_pos)), copysign(b, big_neg, y));
+  re = b.mul(re, grow), im = b.mul(im, grow);
   // y = ±0: a real root, on the axis y's sign picks
   Value y_zero = b.compare(Compare::EQ, y, zero);
   Value x_neg = b.compare(Compare::LT, x, zero);
-  Value root = b.unary("sqrt", b.unary("abs", x));
+  Value root = b.mul(b.unary("sqrt", b.unary("abs", x)), grow);
   re = b.select(y_zero, b.select(x_neg, zero, root), re);
   im = b.select(y_zero, copysign(b, b.select(x_neg, root, zero), y), im);
   // non-finite parts
@@ -214,5 +236,201 @@ Value cdiv_smith(Builder& b, const Value& x, const Value& y) {
   Value first = b.compare(Compare::GE, ac_, ad_);
   return make(b, b.select(first, re1, re2), b.select(first, im1, im2), x.type);
 }
+
+namespace {
+
+// The largest x with exp(x) finite, rounded down: glibc's threshold t.
+double exp_limit(const Value& x) {
+  return x.type.elem == ElemType::F32 ? std::floor((FLT_MAX_EXP - 1) * M_LN2) : std::floor((DBL_MAX_EXP - 1) * M_LN2);
+}
+
+// exp(a) / 2 * c for a >= 0 without an intermediate overflow: c is scaled
+// by exp(t) / 2 first and by exp(a - t) in at most two steps of t, and past
+// that by the largest finite value (so c = ±0 stays ±0, never inf * 0).
+Value half_exp_times(Builder& b, const Value& a, const Value& c) {
+  double t = exp_limit(a);
+  Value one = k(b, 1, a);
+  Value big = b.compare(Compare::GT, a, k(b, t, a));
+  Value v = b.mul(c, b.select(big, k(b, std::exp(t) / 2, a), k(b, 0.5, a)));
+  Value rest = b.select(big, b.sub(a, k(b, t, a)), a);
+  Value step = b.compare(Compare::GT, rest, k(b, t, a));
+  v = b.mul(v, b.select(step, k(b, std::exp(t), a), one));
+  rest = b.select(step, b.sub(rest, k(b, t, a)), rest);
+  Value over = b.compare(Compare::GT, rest, k(b, t, a));
+  double max = a.type.elem == ElemType::F32 ? FLT_MAX : DBL_MAX;
+  return b.mul(v, b.select(over, k(b, max, a), b.unary("exponential", b.select(over, k(b, 0, a), rest))));
+}
+
+// sinh and cosh of a real value, accurate near 0 (expm1) and without
+// overflow before the result does.
+Value real_sinh(Builder& b, const Value& x) {
+  return b.mul(k(b, 0.5, x), b.sub(b.unary("exponential_minus_one", x), b.unary("exponential_minus_one", neg(b, x))));
+}
+Value real_cosh(Builder& b, const Value& x) {
+  return b.mul(k(b, 0.5, x), b.add(b.unary("exponential", x), b.unary("exponential", neg(b, x))));
+}
+
+// i z and -i z
+Value times_i(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  return make(b, neg(b, p.im), p.re, z.type);
+}
+Value times_minus_i(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  return make(b, p.im, neg(b, p.re), z.type);
+}
+
+// sin(y) and cos(y), with sin(±0) = ±0 and cos(±0) = 1 exactly.
+struct SinCos {
+  Value sin, cos;
+};
+SinCos sincos(Builder& b, const Value& y) {
+  Value y_zero = b.compare(Compare::EQ, y, k(b, 0, y));
+  return {b.select(y_zero, y, b.unary("sine", y)), b.select(y_zero, k(b, 1, y), b.unary("cosine", y))};
+}
+
+// sinh(x + iy) (odd = true) = sinh x cos y + i cosh x sin y, or cosh(x + iy)
+// (odd = false) = cosh x cos y + i sinh x sin y: with |x| past exp's limit
+// both are exp|x| / 2 taken in steps; Annex G's values for infinite and NaN
+// parts (glibc's csinh/ccosh).
+Value csinh_ccosh(Builder& b, const Value& z, bool odd) {
+  Parts p = parts(b, z);
+  const Value &x = p.re, &y = p.im;
+  Value zero = k(b, 0, x), inf = k(b, INFINITY, x), nan = k(b, NAN, x);
+  Value ax = b.unary("abs", x), x_neg = signbit(b, x);
+  SinCos sc = sincos(b, y);
+  auto sign_x = [&](const Value& v) { return b.select(x_neg, neg(b, v), v); };
+  Value large = b.compare(Compare::GT, ax, k(b, exp_limit(x), x));
+  // sinh|x| and cosh|x| as factors of cos y and sin y
+  Value c_factor = odd ? real_sinh(b, ax) : real_cosh(b, ax);
+  Value s_factor = odd ? real_cosh(b, ax) : real_sinh(b, ax);
+  Value re = b.select(large, half_exp_times(b, ax, sc.cos), b.mul(c_factor, sc.cos));
+  Value im = b.select(large, half_exp_times(b, ax, sc.sin), b.mul(s_factor, sc.sin));
+  if (odd) re = sign_x(re);
+  else im = sign_x(im);
+  Value y_zero = b.compare(Compare::EQ, y, zero), y_fin = finite(b, y), x_zero = b.compare(Compare::EQ, x, zero);
+  // finite x, y infinite or NaN
+  Value re_y = odd ? b.select(x_zero, x, nan) : nan;
+  Value im_y = odd ? nan : b.select(x_zero, zero, nan);
+  re = b.select(y_fin, re, re_y), im = b.select(y_fin, im, im_y);
+  // x = ±inf: infinite parts with the signs of cos y and sin y
+  Value re_inf = b.select(y_zero, odd ? x : inf, copysign(b, inf, sc.cos));
+  Value im_inf = b.select(y_zero, odd ? y : sign_x(y), copysign(b, inf, sc.sin));
+  if (odd) re_inf = b.select(y_zero, re_inf, sign_x(re_inf));
+  else im_inf = b.select(y_zero, im_inf, sign_x(im_inf));
+  re_inf = b.select(y_fin, re_inf, inf);  // sinh(-inf + i inf) is +inf + i NaN, as glibc gives
+  im_inf = b.select(y_fin, im_inf, nan);
+  Value x_inf = isinf(b, x);
+  re = b.select(x_inf, re_inf, re), im = b.select(x_inf, im_inf, im);
+  // x NaN: NaN + i y for y = ±0, else NaN + i NaN
+  Value x_nan = isnan(b, x);
+  re = b.select(x_nan, nan, re);
+  im = b.select(x_nan, b.select(y_zero, y, nan), im);
+  return make(b, re, im, z.type);
+}
+
+}  // namespace
+
+Value csinh_c99(Builder& b, const Value& z) { return csinh_ccosh(b, z, true); }
+Value ccosh_c99(Builder& b, const Value& z) { return csinh_ccosh(b, z, false); }
+// sin z = -i sinh(iz), cos z = cosh(iz)
+Value csin_c99(Builder& b, const Value& z) {
+  Value w = times_minus_i(b, csinh_c99(b, times_i(b, z)));
+  // glibc's csin(x + i inf) for x infinite or NaN: NaN + i inf whatever the signs
+  Parts p = parts(b, z), q = parts(b, w);
+  Value fix = both(b, isinf(b, p.im), b.unary("not", finite(b, p.re)));
+  return make(b, q.re, b.select(fix, k(b, INFINITY, q.im), q.im), z.type);
+}
+Value ccos_c99(Builder& b, const Value& z) { return ccosh_c99(b, times_i(b, z)); }
+
+// tanh(x + iy) by Kahan's formula: t = tan y, s = sinh x, beta = 1 + t^2,
+// tanh z = (beta s sqrt(1 + s^2) + i t) / (1 + beta s^2); for larger |x|
+// ±1 + i 4 sin y cos y exp(-2|x|) (a signed zero, or tiny).
+// Annex G (C11): tanh(±inf + iy) = ±1 ± i0, tanh(±0 + i inf) = ±0 + i NaN.
+Value ctanh_c99(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  const Value &x = p.re, &y = p.im;
+  Value zero = k(b, 0, x), one = k(b, 1, x), nan = k(b, NAN, x);
+  Value ax = b.unary("abs", x), x_neg = signbit(b, x);
+  SinCos sc = sincos(b, y);
+  Value t = b.div(sc.sin, sc.cos);
+  Value s = real_sinh(b, x);
+  Value beta = b.add(one, b.mul(t, t));
+  Value rho = b.unary("sqrt", b.add(one, b.mul(s, s)));
+  Value denom = b.add(one, b.mul(beta, b.mul(s, s)));
+  Value re = b.div(b.mul(b.mul(beta, rho), s), denom);
+  Value im = b.div(t, denom);
+  // past |x| = 9 (f32) or 22 (f64) tanh x rounds to ±1 and sinh x squared
+  // can overflow the formula above
+  double cut = x.type.elem == ElemType::F32 ? 9 : 22;
+  Value large = b.compare(Compare::GT, ax, k(b, cut, x));
+  Value unit = b.select(x_neg, neg(b, one), one);
+  Value e = b.unary("exponential", b.mul(k(b, -2, x), b.min(ax, k(b, exp_limit(x), x))));
+  Value tiny = b.mul(b.mul(k(b, 4, x), b.mul(sc.sin, sc.cos)), e);
+  re = b.select(large, unit, re), im = b.select(large, tiny, im);
+  // finite x, y infinite or NaN: ±0 + i NaN for x = ±0, else NaN + i NaN
+  Value y_fin = finite(b, y), x_zero = b.compare(Compare::EQ, x, zero);
+  re = b.select(y_fin, re, b.select(x_zero, x, nan)), im = b.select(y_fin, im, nan);
+  // x = ±inf: ±1 + i0 with the sign of sin 2y (of y when y is not finite)
+  Value x_inf = isinf(b, x);
+  Value im_inf = copysign(b, zero, b.select(y_fin, b.mul(sc.sin, sc.cos), y));
+  re = b.select(x_inf, unit, re), im = b.select(x_inf, im_inf, im);
+  // x NaN: NaN + i y for y = 0, else NaN + i NaN
+  Value x_nan = isnan(b, x);
+  re = b.select(x_nan, nan, re);
+  im = b.select(x_nan, b.select(b.compare(Compare::EQ, y, zero), y, nan), im);
+  return make(b, re, im, z.type);
+}
+// tan z = -i tanh(iz)
+Value ctan_c99(Builder& b, const Value& z) { return times_minus_i(b, ctanh_c99(b, times_i(b, z))); }
+
+// atanh(x + iy) = log((1 + z) / (1 - z)) / 2, in Kahan's form: real part
+// log1p(4|x| / ((1 - |x|)^2 + y^2)) / 4 with x's sign, imaginary part
+// atan2(2y, (1 - |x|)(1 + |x|) - y^2) / 2; for parts too large to square,
+// Re(1 / z) + i pi/2 with y's sign. Annex G: atanh(±1 + i0) = ±inf + i0,
+// an infinite part gives ±0 + i pi/2 (NaN when y is NaN).
+Value catanh_c99(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  const Value &x = p.re, &y = p.im;
+  Value zero = k(b, 0, x), one = k(b, 1, x), nan = k(b, NAN, x), half_pi = k(b, M_PI / 2, x);
+  Value ax = b.unary("abs", x), ay = b.unary("abs", y), x_neg = signbit(b, x);
+  auto sign_x = [&](const Value& v) { return b.select(x_neg, neg(b, v), v); };
+  Value omx = b.sub(one, ax);
+  Value re = b.mul(k(b, 0.25, x),
+                   b.unary("log_plus_one", b.div(b.mul(k(b, 4, x), ax), b.add(b.mul(omx, omx), b.mul(ay, ay)))));
+  // z near ±1: the squares underflow (atanh(1 + 1e-30i) is 34.9 + 0.785i), and
+  // log1p(4|x| / d) = log(4|x|) - 2 log|1 - |x| + iy| to within 1/u
+  Value near = cabs_c99(b, omx, ay);
+  Value close = b.compare(Compare::LT, near, k(b, x.type.elem == ElemType::F32 ? 1e-4 : 1e-8, x));
+  Value re_near = b.mul(k(b, 0.25, x), b.sub(b.unary("log", b.mul(k(b, 4, x), ax)),
+                                             b.mul(k(b, 2, x), b.unary("log", near))));
+  re = b.select(close, re_near, re);
+  Value im = b.mul(k(b, 0.5, x), b.binary("atan2", b.mul(k(b, 2, x), y),
+                                          b.sub(b.mul(omx, b.add(one, ax)), b.mul(ay, ay))));
+  // parts too large to square: Re(1/z) = x / (x^2 + y^2), scaled by the larger part
+  double limit = std::sqrt(x.type.elem == ElemType::F32 ? FLT_MAX : DBL_MAX) / 4;
+  Value big = b.max(ax, ay);
+  Value large = b.compare(Compare::GT, big, k(b, limit, x));
+  Value x_major = b.compare(Compare::GE, ax, ay);
+  Value safe_ax = b.select(b.compare(Compare::EQ, ax, zero), one, ax);
+  Value safe_ay = b.select(b.compare(Compare::EQ, ay, zero), one, ay);
+  Value q = b.select(x_major, b.div(ay, safe_ax), b.div(ax, safe_ay));
+  Value recip = b.select(x_major, b.div(one, b.add(ax, b.mul(ay, q))), b.div(q, b.add(ay, b.mul(ax, q))));
+  re = b.select(large, recip, re), im = b.select(large, copysign(b, half_pi, y), im);
+  re = sign_x(re);
+  // infinite parts: ±0 + i pi/2 (y NaN: ±0 + i NaN)
+  Value x_inf = isinf(b, x), y_inf = isinf(b, y), x_nan = isnan(b, x), y_nan = isnan(b, y);
+  Value any_inf = either(b, x_inf, y_inf);
+  re = b.select(any_inf, copysign(b, zero, x), re);
+  im = b.select(any_inf, b.select(y_nan, nan, copysign(b, half_pi, y)), im);
+  // NaN parts without an infinite one: NaN + i NaN, except ±0 + i NaN for x = ±0
+  Value nan_only = both(b, either(b, x_nan, y_nan), b.unary("not", any_inf));
+  Value x_zero = b.compare(Compare::EQ, x, zero);
+  re = b.select(nan_only, b.select(x_zero, x, nan), re);
+  im = b.select(nan_only, nan, im);
+  return make(b, re, im, z.type);
+}
+// atan z = -i atanh(iz)
+Value catan_c99(Builder& b, const Value& z) { return times_minus_i(b, catanh_c99(b, times_i(b, z))); }
 
 }  // namespace ttpu::ops::ew

@@ -76,6 +76,18 @@ Value cdiv_smith(Builder& b, const Value& x, const Value& y);
 Value clog_c99(Builder& b, const Value& z);
 Value csqrt_c99(Builder& b, const Value& z);
 Value clog1p_c10(Builder& b, const Value& z);
+// Complex elementary functions composed from real operations with glibc's
+// (C99 Annex G) special values and without intermediate overflow: StableHLO's
+// complex sine/tanh lose the imaginary part of sin(1e-10i) and give NaN for
+// tan(1e10i).
+Value csinh_c99(Builder& b, const Value& z);
+Value ccosh_c99(Builder& b, const Value& z);
+Value csin_c99(Builder& b, const Value& z);
+Value ccos_c99(Builder& b, const Value& z);
+Value ctanh_c99(Builder& b, const Value& z);
+Value ctan_c99(Builder& b, const Value& z);
+Value catanh_c99(Builder& b, const Value& z);
+Value catan_c99(Builder& b, const Value& z);
 Value clogaddexp_cpu(Builder& b, const Value& x, const Value& y);
 // sqrt(x^2 + y^2) without overflow or underflow in the squares (C's hypot and
 // cabs): inf when either is infinite (over a NaN), NaN otherwise for a NaN.

@@ -320,8 +320,10 @@ std::vector<Value> vector_norm(LowerCtx& c) {
   Builder& b = c.b;
   ElemType acc = accumulate_type(c.out().elem);
   Value in = c.t(0);
-  if (shlo::is_complex(in.type.elem))  // |z| before widening (converting to the real type keeps Re z)
-    in = b.op("abs", {in}, TensorType{part_type(in.type.elem), in.type.dims});
+  if (shlo::is_complex(in.type.elem)) {  // |z| before widening (converting to the real type keeps Re z)
+    ew::Parts p = ew::parts(b, in);
+    in = ew::cabs_c99(b, p.re, p.im);  // hypot: NaN for a NaN part (XLA's complex abs drops it)
+  }
   Value x = b.unary("abs", b.convert(in, acc));
   auto dims = reduce_dims(c, 2, x.type.rank());
   double ord = c.has(1) ? c.args[1].scalar_value : 2.0;  // norm(p=None) is the 2-norm

@@ -42,8 +42,10 @@ std::vector<Value> rounding(LowerCtx& c, const char* op) {
 std::vector<Value> abs(LowerCtx& c) {
   Value x = c.t(0);
   if (shlo::is_complex(x.type.elem)) {
-    ElemType part = part_type(x.type.elem);
-    return finish(c, c.b.op("abs", {x}, TensorType{part, x.type.dims}));
+    // hypot of the parts (std::abs): inf over NaN, NaN for a NaN part. XLA's
+    // complex abs gives |1 + NaN i| = 1.41 and |NaN + inf i| = NaN.
+    Parts p = parts(c.b, x);
+    return finish(c, cabs_c99(c.b, p.re, p.im));
   }
   if (shlo::is_unsigned_int(c.out().elem)) return {in(c, 0, c.out().elem)};  // |x| of unsigned is x
   return unary_same(c, "abs");
@@ -164,6 +166,13 @@ Value crsqrt(Builder& b, const Value& z) { return cdiv_smith(b, k(b, 1, z), csqr
 std::vector<Value> exp_op(LowerCtx& c) {
   Value x = in(c, 0, float_compute(c));
   return finish(c, shlo::is_complex(x.type.elem) ? cexp_c99(c.b, x) : c.b.unary("exponential", x));
+}
+
+// A unary op with a real form and a complex one (complex_math.cc).
+template <UnaryMath Real, UnaryMath Complex>
+std::vector<Value> real_or_complex(LowerCtx& c) {
+  Value x = x0(c);
+  return as_out(c, shlo::is_complex(x.type.elem) ? Complex(c.b, x) : Real(c.b, x));
 }
 
 // sqrt(1 - x^2), sqrt(x^2 + 1), sqrt(x^2 - 1)
@@ -313,9 +322,9 @@ void append_unary(std::vector<Lowering>& t) {
   t.push_back({"sqrt", [](LowerCtx& c) { return complex_or(c, "sqrt", csqrt_c99); }, {"sqrt+"}});
   t.push_back({"rsqrt", [](LowerCtx& c) { return complex_or(c, "rsqrt", crsqrt); }, {"rsqrt+"}});
   t.push_back({"log", [](LowerCtx& c) { return complex_or(c, "log", clog_c99); }, {"log+"}});
-  t.push_back({"tanh", [](LowerCtx& c) { return unary(c, "tanh"); }, {"tanh+"}});
-  t.push_back({"sin", [](LowerCtx& c) { return unary(c, "sine"); }, {"sin+"}});
-  t.push_back({"cos", [](LowerCtx& c) { return unary(c, "cosine"); }, {"cos+"}});
+  t.push_back({"tanh", [](LowerCtx& c) { return complex_or(c, "tanh", ctanh_c99); }, {"tanh+"}});
+  t.push_back({"sin", [](LowerCtx& c) { return complex_or(c, "sine", csin_c99); }, {"sin+"}});
+  t.push_back({"cos", [](LowerCtx& c) { return complex_or(c, "cosine", ccos_c99); }, {"cos+"}});
   t.push_back({"erf", [](LowerCtx& c) { return finish(c, erf(c.b, in(c, 0, float_compute(c)))); }, {"erf+"}});
   t.push_back({"sigmoid", sigmoid_fwd, {"sigmoid+"}});
   t.push_back({"reciprocal", reciprocal, {"reciprocal+"}});
@@ -334,13 +343,13 @@ void append_unary(std::vector<Lowering>& t) {
   t.push_back({"isfinite", [](LowerCtx& c) { return inf_test(c, 0, true); }, {"isfinite"}});
   t.push_back({"asin", unary_float<asin_>, {"asin+"}});
   t.push_back({"acos", unary_float<acos_>, {"acos+"}});
-  t.push_back({"atan", unary_float<atan_>, {"atan+"}});
-  t.push_back({"tan", unary_float<tan_>, {"tan+"}});
-  t.push_back({"sinh", unary_float<sinh_>, {"sinh+"}});
-  t.push_back({"cosh", unary_float<cosh_>, {"cosh+"}});
+  t.push_back({"atan", real_or_complex<atan_, catan_c99>, {"atan+"}});
+  t.push_back({"tan", real_or_complex<tan_, ctan_c99>, {"tan+"}});
+  t.push_back({"sinh", real_or_complex<sinh_, csinh_c99>, {"sinh+"}});
+  t.push_back({"cosh", real_or_complex<cosh_, ccosh_c99>, {"cosh+"}});
   t.push_back({"asinh", unary_float<asinh_>, {"asinh+"}});
   t.push_back({"acosh", unary_float<acosh_>, {"acosh+"}});
-  t.push_back({"atanh", unary_float<atanh_>, {"atanh+"}});
+  t.push_back({"atanh", real_or_complex<atanh_, catanh_c99>, {"atanh+"}});
   t.push_back({"log2", unary_float<log2_>, {"log2+"}});
   t.push_back({"log10", unary_float<log10_>, {"log10+"}});
   t.push_back({"exp2", unary_float<exp2_>, {"exp2+"}});
