@@ -225,6 +225,16 @@ Value log2_(Builder& b, const Value& x) { return b.div(b.unary("log", x), k(b, s
 
 Value log10_(Builder& b, const Value& x) { return b.div(b.unary("log", x), k(b, std::log(10.0), x)); }
 
+// log2/log10 of a complex value as c10 computes them: log(z) (glibc's
+// values) with each part divided by the real constant (a complex division by
+// ln 2 + 0i turns the -inf of log(0) into a NaN imaginary part)
+template <int Base>
+Value clog_base(Builder& b, const Value& z) {
+  Parts p = parts(b, clog_c99(b, z));
+  Value d = k(b, std::log(static_cast<double>(Base)), p.re);
+  return b.op("complex", {b.div(p.re, d), b.div(p.im, d)}, z.type);
+}
+
 Value exp2_(Builder& b, const Value& x) { return b.binary("power", k(b, 2, x), x); }
 
 Value erfc_(Builder& b, const Value& x) {
@@ -350,8 +360,8 @@ void append_unary(std::vector<Lowering>& t) {
   t.push_back({"asinh", unary_float<asinh_>, {"asinh+"}});
   t.push_back({"acosh", unary_float<acosh_>, {"acosh+"}});
   t.push_back({"atanh", real_or_complex<atanh_, catanh_c99>, {"atanh+"}});
-  t.push_back({"log2", unary_float<log2_>, {"log2+"}});
-  t.push_back({"log10", unary_float<log10_>, {"log10+"}});
+  t.push_back({"log2", real_or_complex<log2_, clog_base<2>>, {"log2+"}});
+  t.push_back({"log10", real_or_complex<log10_, clog_base<10>>, {"log10+"}});
   t.push_back({"exp2", unary_float<exp2_>, {"exp2+"}});
   t.push_back({"erfc", unary_float<erfc_>, {"erfc+"}});
   t.push_back({"frac", unary_float<frac_>, {"frac+"}});
