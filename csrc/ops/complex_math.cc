@@ -433,4 +433,108 @@ Value catanh_c99(Builder& b, const Value& z) {
 // atan z = -i atanh(iz)
 Value catan_c99(Builder& b, const Value& z) { return times_minus_i(b, catanh_c99(b, times_i(b, z))); }
 
+namespace {
+
+// asinh of a real value: sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), and
+// log(2|x|) past 1e8 (where x^2 would lose 1 or overflow).
+Value real_asinh(Builder& b, const Value& x) {
+  Value a = b.unary("abs", x), one = k(b, 1, x);
+  Value a2 = b.mul(a, a);
+  Value small = b.unary("log_plus_one", b.add(a, b.div(a2, b.add(one, b.unary("sqrt", b.add(a2, one))))));
+  Value large = b.add(b.unary("log", a), k(b, std::log(2.0), x));
+  Value r = b.select(b.compare(Compare::LT, a, k(b, 1e8, x)), small, large);
+  return copysign(b, r, x);
+}
+
+// 1 + z, 1 - z, z - 1 with signed zeros kept in the imaginary part
+Value one_plus(Builder& b, const Parts& p, const TensorType& t) {
+  return make(b, b.add(k(b, 1, p.re), p.re), p.im, t);
+}
+Value one_minus(Builder& b, const Parts& p, const TensorType& t) {
+  return make(b, b.sub(k(b, 1, p.re), p.re), neg(b, p.im), t);
+}
+Value minus_one(Builder& b, const Parts& p, const TensorType& t) {
+  return make(b, b.sub(p.re, k(b, 1, p.re)), p.im, t);
+}
+
+}  // namespace
+
+// Kahan's formulas ("Branch cuts for complex elementary functions", 1987),
+// from two principal square roots, so no square of z is formed and the
+// branch cuts follow the signs of zero:
+//   asin z = atan2(x, Re(s1 s2)) + i asinh(Im(conj(s1) s2)),  s1 = sqrt(1 - z), s2 = sqrt(1 + z)
+//   acos z = 2 atan2(Re s1, Re s2) + i asinh(Im(conj(s2) s1))
+//   acosh z = asinh(Re(conj(s1) s2)) + 2i atan2(Im s1, Re s2),  s1 = sqrt(z - 1), s2 = sqrt(z + 1)
+//   asinh z = -i asin(iz)
+// Past |z| = 1e9 (f32) / 1e17 (f64), and for infinite parts, the 1 is lost
+// and the products would overflow: asin z = atan2(x, |y|) + i sign(y)(log 2
+// + log|z|), acos z = pi/2 - that, acosh z = log 2 + log|z| + i arg z.
+// NaN parts: glibc's values.
+namespace {
+
+struct Asymptotic {
+  Value large, log2z;  // |z| past the threshold (or a part infinite); log 2|z|
+};
+Asymptotic asymptotic(Builder& b, const Parts& p, const TensorType& t) {
+  double cut = p.re.type.elem == ElemType::F32 ? 1e9 : 1e17;
+  Value big = b.max(b.unary("abs", p.re), b.unary("abs", p.im));
+  Value large = b.compare(Compare::GT, big, k(b, cut, p.re));  // inf included, NaN not
+  Parts l = parts(b, clog_c99(b, make(b, p.re, p.im, t)));
+  return {large, b.add(l.re, k(b, std::log(2.0), p.re))};
+}
+
+}  // namespace
+
+Value casin_kahan(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  Parts s1 = parts(b, csqrt_c99(b, one_minus(b, p, z.type))), s2 = parts(b, csqrt_c99(b, one_plus(b, p, z.type)));
+  Value re = b.binary("atan2", p.re, b.sub(b.mul(s1.re, s2.re), b.mul(s1.im, s2.im)));
+  Value im = real_asinh(b, b.sub(b.mul(s1.re, s2.im), b.mul(s1.im, s2.re)));
+  Asymptotic a = asymptotic(b, p, z.type);
+  re = b.select(a.large, b.binary("atan2", p.re, b.unary("abs", p.im)), re);
+  im = b.select(a.large, copysign(b, a.log2z, p.im), im);
+  // NaN parts: x = ±0 keeps x; an infinite partner gives an infinite imaginary part
+  Value nan = k(b, NAN, p.re), x_nan = isnan(b, p.re), y_nan = isnan(b, p.im);
+  Value x_zero = b.compare(Compare::EQ, p.re, k(b, 0, p.re));
+  re = b.select(y_nan, b.select(x_zero, p.re, nan), b.select(x_nan, nan, re));
+  Value inf_im = either(b, both(b, y_nan, isinf(b, p.re)), both(b, x_nan, isinf(b, p.im)));
+  im = b.select(either(b, x_nan, y_nan), b.select(inf_im, copysign(b, k(b, INFINITY, p.re), p.im), nan), im);
+  return make(b, re, im, z.type);
+}
+Value cacos_kahan(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  Parts s1 = parts(b, csqrt_c99(b, one_minus(b, p, z.type))), s2 = parts(b, csqrt_c99(b, one_plus(b, p, z.type)));
+  Value re = b.mul(k(b, 2, p.re), b.binary("atan2", s1.re, s2.re));
+  Value im = real_asinh(b, b.sub(b.mul(s2.re, s1.im), b.mul(s2.im, s1.re)));
+  Asymptotic a = asymptotic(b, p, z.type);
+  re = b.select(a.large, b.binary("atan2", b.unary("abs", p.im), p.re), re);  // pi/2 - atan2(x, |y|), no cancellation
+  im = b.select(a.large, neg(b, copysign(b, a.log2z, p.im)), im);
+  // NaN parts: acos(±0 + i NaN) = pi/2 + i NaN; an infinite partner: NaN -+ i inf
+  Value nan = k(b, NAN, p.re), x_nan = isnan(b, p.re), y_nan = isnan(b, p.im);
+  Value x_zero = b.compare(Compare::EQ, p.re, k(b, 0, p.re));
+  re = b.select(y_nan, b.select(x_zero, k(b, M_PI / 2, p.re), nan), b.select(x_nan, nan, re));
+  Value inf_im = either(b, both(b, y_nan, isinf(b, p.re)), both(b, x_nan, isinf(b, p.im)));
+  Value minus_inf = neg(b, copysign(b, k(b, INFINITY, p.re), p.im));
+  im = b.select(either(b, x_nan, y_nan), b.select(inf_im, minus_inf, nan), im);
+  return make(b, re, im, z.type);
+}
+Value cacosh_kahan(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  Parts s1 = parts(b, csqrt_c99(b, minus_one(b, p, z.type))), s2 = parts(b, csqrt_c99(b, one_plus(b, p, z.type)));
+  Value re = real_asinh(b, b.add(b.mul(s1.re, s2.re), b.mul(s1.im, s2.im)));
+  Value im = b.mul(k(b, 2, p.re), b.binary("atan2", s1.im, s2.re));
+  Asymptotic a = asymptotic(b, p, z.type);
+  re = b.select(a.large, a.log2z, re);
+  im = b.select(a.large, b.binary("atan2", p.im, p.re), im);
+  // NaN parts: +inf + i NaN when the partner is infinite, else NaN + i NaN
+  Value nan = k(b, NAN, p.re), x_nan = isnan(b, p.re), y_nan = isnan(b, p.im);
+  Value any_nan = either(b, x_nan, y_nan);
+  Value inf_re = either(b, both(b, y_nan, isinf(b, p.re)), both(b, x_nan, isinf(b, p.im)));
+  re = b.select(any_nan, b.select(inf_re, k(b, INFINITY, p.re), nan), re);
+  Value zero_x = both(b, y_nan, b.compare(Compare::EQ, p.re, k(b, 0, p.re)));  // acosh(±0 + i NaN) = NaN + i pi/2
+  im = b.select(any_nan, b.select(zero_x, k(b, M_PI / 2, p.re), nan), im);
+  return make(b, re, im, z.type);
+}
+Value casinh_kahan(Builder& b, const Value& z) { return times_minus_i(b, casin_kahan(b, times_i(b, z))); }
+
 }  // namespace ttpu::ops::ew

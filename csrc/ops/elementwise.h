@@ -88,6 +88,10 @@ Value ctanh_c99(Builder& b, const Value& z);
 Value ctan_c99(Builder& b, const Value& z);
 Value catanh_c99(Builder& b, const Value& z);
 Value catan_c99(Builder& b, const Value& z);
+Value casin_kahan(Builder& b, const Value& z);
+Value cacos_kahan(Builder& b, const Value& z);
+Value casinh_kahan(Builder& b, const Value& z);
+Value cacosh_kahan(Builder& b, const Value& z);
 Value clogaddexp_cpu(Builder& b, const Value& x, const Value& y);
 // sqrt(x^2 + y^2) without overflow or underflow in the squares (C's hypot and
 // cabs): inf when either is infinite (over a NaN), NaN otherwise for a NaN.

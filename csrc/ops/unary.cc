@@ -351,14 +351,14 @@ void append_unary(std::vector<Lowering>& t) {
   t.push_back({"isposinf", [](LowerCtx& c) { return inf_test(c, 1, false); }, {"isposinf+"}});
   t.push_back({"isneginf", [](LowerCtx& c) { return inf_test(c, -1, false); }, {"isneginf+"}});
   t.push_back({"isfinite", [](LowerCtx& c) { return inf_test(c, 0, true); }, {"isfinite"}});
-  t.push_back({"asin", unary_float<asin_>, {"asin+"}});
-  t.push_back({"acos", unary_float<acos_>, {"acos+"}});
+  t.push_back({"asin", real_or_complex<asin_, casin_kahan>, {"asin+"}});
+  t.push_back({"acos", real_or_complex<acos_, cacos_kahan>, {"acos+"}});
   t.push_back({"atan", real_or_complex<atan_, catan_c99>, {"atan+"}});
   t.push_back({"tan", real_or_complex<tan_, ctan_c99>, {"tan+"}});
   t.push_back({"sinh", real_or_complex<sinh_, csinh_c99>, {"sinh+"}});
   t.push_back({"cosh", real_or_complex<cosh_, ccosh_c99>, {"cosh+"}});
-  t.push_back({"asinh", unary_float<asinh_>, {"asinh+"}});
-  t.push_back({"acosh", unary_float<acosh_>, {"acosh+"}});
+  t.push_back({"asinh", real_or_complex<asinh_, casinh_kahan>, {"asinh+"}});
+  t.push_back({"acosh", real_or_complex<acosh_, cacosh_kahan>, {"acosh+"}});
   t.push_back({"atanh", real_or_complex<atanh_, catanh_c99>, {"atanh+"}});
   t.push_back({"log2", real_or_complex<log2_, clog_base<2>>, {"log2+"}});
   t.push_back({"log10", real_or_complex<log10_, clog_base<10>>, {"log10+"}});
