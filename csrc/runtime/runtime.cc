@@ -114,8 +114,9 @@ pjrt::Client& client() {
   std::lock_guard<std::mutex> lock(g_client_mutex);
   if (g_forked)
     throw pjrt::Error(
-        "torch_tpu: cannot use the 'tpu' device in a process forked after the device was initialised; "
-        "use the 'spawn' start method for multiprocessing (e.g. DataLoader(multiprocessing_context='spawn')).",
+        "torch_tpu: Cannot re-initialize TPU in forked subprocess. To use TPU with multiprocessing, you must use "
+        "the 'spawn' start method (the device was initialised before this process was forked; e.g. "
+        "DataLoader(multiprocessing_context='spawn')).",
         0);
   if (g_client) return *g_client;
   if (!g_init_error.empty()) throw pjrt::Error(g_init_error, 0);
