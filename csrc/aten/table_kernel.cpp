@@ -356,17 +356,16 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 // The op's signature for this key (result types, layouts, check flags),
 // derived once per key by building the module on the first call.
-std::shared_ptr<const TableKernel::Signature> TableKernel::signature(const c10::OperatorHandle& op,
-                                                                     const std::vector<c10::IValue>& args,
-                                                                     Marshalled& m) {
+const TableKernel::Signature* TableKernel::signature(const c10::OperatorHandle& op,
+                                                     const std::vector<c10::IValue>& args, Marshalled& m) {
   {
     std::lock_guard<std::mutex> lock(signatures_mutex_);
     auto it = signatures_.find(m.key);
-    if (it != signatures_.end()) return it->second;
+    if (it != signatures_.end()) return it->second.get();
   }
   std::shared_ptr<const Signature> sig = learn(op, args, m);
   std::lock_guard<std::mutex> lock(signatures_mutex_);
-  return signatures_.emplace(m.key, sig).first->second;
+  return signatures_.emplace(m.key, sig).first->second.get();
 }
 
 // Hands the op to the executor of the current mode (runtime/executor.h): it
@@ -374,17 +373,13 @@ std::shared_ptr<const TableKernel::Signature> TableKernel::signature(const c10::
 // the same emitter; the results come back as buffers either way.
 void TableKernel::submit(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
                          torch::jit::Stack* stack) {
-  std::shared_ptr<const Signature> sig = signature(op, args, m);
+  const Signature* sig = signature(op, args, m);
+  // two pointers: std::function keeps them inline (no allocation per call)
   runtime::EmitFn fn = [this, sig](shlo::Builder& b, const std::vector<shlo::Value>& ins) {
     return emit(b, ins, *sig, /*known=*/true).results;
   };
-  std::vector<TensorType> types = sig->outs;
-  for (size_t k = 0; k + lowering_->writeback_args.size() < types.size(); ++k)
-    if (k < sig->layouts.size() && (k >= sig->present.size() || sig->present[k]))
-      types[k] = physical_type(types[k], sig->layouts[k]);
-  types.resize(types.size() + sig->checks.size(), TensorType{ElemType::S64, {}});
   std::vector<BufferPtr> outputs =
-      runtime::submit({dev, op.schema().name().c_str(), m.key, m.inputs, types, fn});
+      runtime::submit({dev, op.schema().name().c_str(), m.key, m.inputs, sig->submitted, fn});
   take_checks(op, outputs, sig->checks);
   if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, sig->present);
   torch::jit::drop(*stack, plan_.args.size());
@@ -491,6 +486,11 @@ std::shared_ptr<const TableKernel::Signature> TableKernel::learn(const c10::Oper
   sig.present.assign(e.present.begin(), e.present.begin() + declared);
   sig.checks = e.checks;
   sig.writeback_types.clear();
+  sig.submitted = sig.outs;
+  for (size_t k = 0; k + lowering_->writeback_args.size() < sig.submitted.size(); ++k)
+    if (k < sig.layouts.size() && (k >= sig.present.size() || sig.present[k]))
+      sig.submitted[k] = physical_type(sig.submitted[k], sig.layouts[k]);
+  sig.submitted.resize(sig.submitted.size() + sig.checks.size(), TensorType{ElemType::S64, {}});
   return std::make_shared<const Signature>(std::move(sig));
 }
 

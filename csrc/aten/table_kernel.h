@@ -46,6 +46,9 @@ class TableKernel final : public c10::OperatorKernel {
     // Per declared result: its layout (marshal.h; the module returns it
     // transposed to that order); empty: all contiguous.
     std::vector<ResultLayout> layouts;
+    // The result types as the executor gets them: physical order, then the
+    // check flags (computed once, read on every call).
+    std::vector<TensorType> submitted;
   };
   struct Emitted {
     std::vector<shlo::Value> results;  // declared results, write-backs, then check flags
@@ -58,8 +61,8 @@ class TableKernel final : public c10::OperatorKernel {
   void run(const c10::OperatorHandle& op, torch::jit::Stack* stack);
   void submit(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
               torch::jit::Stack* stack);
-  std::shared_ptr<const Signature> signature(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
-                                             Marshalled& m);
+  // Signatures are never dropped, so the pointer stays valid (recorded graphs keep it).
+  const Signature* signature(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m);
   Signature derive(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m);
   // A key's first call: derives the signature and runs the lowering once to
   // complete it (inferred result types, check flags).
