@@ -258,3 +258,38 @@ def test_random_ops_and_input_mutations_refuse():
             assert_same(g(x.to("tpu"), buf_tpu), mutating(x, buf))
             assert_same(buf_tpu, buf)
     assert tpu_compile.stats()["bucketed_graphs"] == 0, tpu_compile.bucket_refusals()
+
+
+def test_hugging_face_bert_with_padding_mask():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(0)
+    cpu = transformers.BertModel(config).eval()
+    tpu = transformers.BertModel(config).eval()
+    tpu.load_state_dict(cpu.state_dict())
+    f = torch.compile(tpu.to("tpu"), backend="tpu", dynamic=True)
+    with torch.no_grad():
+        for t in (5, 7, 9, 12, 17, 30):
+            idx = torch.randint(0, 100, (2, t), generator=torch.Generator().manual_seed(t))
+            mask = torch.ones(2, t, dtype=torch.long)
+            mask[1, t - 2:] = 0
+            out = f(input_ids=idx.to("tpu"), attention_mask=mask.to("tpu"))
+            ref = cpu(input_ids=idx, attention_mask=mask)
+            assert_same(out.last_hidden_state, ref.last_hidden_state, atol=1e-5, rtol=1e-5)
+            assert_same(out.pooler_output, ref.pooler_output, atol=1e-5, rtol=1e-5)
+    # position_ids[:, :t] (a slice of an exact buffer), gather of token types,
+    # the mask's index/expand, attention: all padded; lengths 5..30 in buckets 8, 16, 32
+    assert tpu_compile.stats()["bucketed_graphs"] == 1, tpu_compile.bucket_refusals()
+    assert tpu_compile.stats()["bucket_specialisations"] <= 3
+
+
+def test_a_pass_error_falls_back_to_exact_sizes(monkeypatch):
+    def broken(gm):
+        raise TypeError("a graph the pass does not understand")
+    monkeypatch.setattr(buckets, "plan", broken)
+    f = torch.compile(lambda x: torch.softmax(x, 1), backend="tpu", dynamic=True)
+    for t in (3, 5):
+        x = torch.randn(2, t)
+        assert_same(f(x.to("tpu")), torch.softmax(x, 1), atol=1e-6, rtol=1e-6)
+    assert "pass error: TypeError" in " ".join(tpu_compile.bucket_refusals())

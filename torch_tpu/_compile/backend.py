@@ -332,9 +332,10 @@ def _bucketing_inference_compiler(sizes):
             return _FusedGraph(gm, "inference")
         try:
             plan = buckets.plan(gm)
-        except buckets.Refused as why:
+        except Exception as why:  # Refused, or a graph the pass does not understand: exact sizes
+            reason = str(why) if isinstance(why, buckets.Refused) else f"pass error: {type(why).__name__}: {why}"
             with _lock:
-                _bucket_refusals[str(why)] = _bucket_refusals.get(str(why), 0) + 1
+                _bucket_refusals[reason] = _bucket_refusals.get(reason, 0) + 1
             return _FusedGraph(gm, "inference")
         _count("bucketed_graphs")
         exact = []

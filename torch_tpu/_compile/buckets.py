@@ -122,6 +122,7 @@ class _Rewriter:
         self.sym_nodes: dict = {}  # symbol -> a new-graph node giving its physical (bucket) size
         self.len_nodes: dict = {}  # symbol -> new placeholder: its real length (0-d int64 tensor)
         self.minimum: dict = {}
+        self.maximum: dict = {}  # symbol -> the largest bucket the graph can take (a slice's room)
         self.device = None
 
     # -- helpers ---------------------------------------------------------
@@ -214,13 +215,21 @@ class _Rewriter:
             if n.op == "output":
                 outputs = self.output(n)
                 continue
+            if n.op == "get_attr":  # a constant tensor of the graph: exact
+                self.copy(n)
+                v = getattr(self.gm, n.target, None)
+                self.state[n] = [_exact(d) for d in v.shape] if isinstance(v, torch.Tensor) else None
+                continue
             if n.op != "call_function":
                 self.fail(n, "not a function call")
             self.node(n)
         self.check_symbol_uses()
         gm = torch.fx.GraphModule(self.gm, self.g)
+        upper = self.upper_bounds()
+        for sym, room in self.maximum.items():
+            upper[sym] = min(upper.get(sym, room), room)
         return Plan(gm=gm, symbols=symbols, int_args=int_args, tensor_dims=tensor_dims, outputs=outputs,
-                    minimum=dict(self.minimum), upper=self.upper_bounds(), device=self.device)
+                    minimum=dict(self.minimum), upper=upper, device=self.device)
 
     def upper_bounds(self):
         bounds = {}
@@ -256,7 +265,7 @@ class _Rewriter:
     _SIZE_OPS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.expand.default,
                  aten.ones.default, aten.zeros.default, aten.full.default, aten.empty.memory_format,
                  aten.new_ones.default, aten.new_zeros.default, aten.new_full.default, aten.new_empty.default,
-                 aten.arange.default, aten.arange.start}
+                 aten.arange.default, aten.arange.start, aten.slice.Tensor}  # slice: _slice checks its bounds
     _SYM_ARITH = {operator.mul, operator.add, operator.sub, operator.floordiv}
 
     def _is_size_use(self, user, n):
@@ -536,8 +545,19 @@ def _slice(rw, n):
         _same(rw, n)
         return
     out = rw.meta_dims(n)
+    e = _expr(out[d])
+    if not isinstance(e, int) and not e.is_number:
+        # an exact dimension sliced to a padded length (HF's position_ids[:, :s]):
+        # the bucket must fit in what the slice can take
+        if e not in rw.syms or not isinstance(start, (int, type(None))) or step != 1:
+            rw.fail(n, f"slices an exact dimension to the size {e}")
+        room = int(_size_of(dims[d])) - (start or 0)
+        rw.maximum[e] = min(rw.maximum.get(e, room), room)
+        rw.copy(n)
+        rw.state[n] = [dim if k != d else (("p", e),) for k, dim in enumerate(dims)]
+        return
     rw.copy(n)
-    rw.state[n] = [dim if k != d else _exact(_expr(out[d])) for k, dim in enumerate(dims)]
+    rw.state[n] = [dim if k != d else _exact(e) for k, dim in enumerate(dims)]
 
 
 def _select(rw, n):
@@ -764,6 +784,52 @@ def _embedding(rw, n):
     rw.state[n] = list(idims) + [_exact(_expr(rw.meta_dims(n)[-1]))]
 
 
+def _gather(rw, n):
+    # gather(x, d, index): x read along an exact dimension; the padding of the
+    # index is set to 0 so every index stays in range; the result is the index's shape
+    x, d, index = n.args[0], n.args[1], n.args[2]
+    xd, idims = rw.dims_of(n, x), rw.dims_of(n, index)
+    d = d % len(xd)
+    if not _is_exact(xd[d]) or any(not _is_exact(dim) and dim != idims[k] for k, dim in enumerate(xd) if k != d):
+        rw.fail(n, "gathers along a padded dimension")
+    padded = [k for k, dim in enumerate(idims) if not _is_exact(dim)]
+    if any(not _is_pad(idims[k]) for k in padded):
+        rw.fail(n, "merged padded indices")
+    new_args = list(torch.fx.node.map_arg(n.args, lambda v: rw.env[v]))
+    new_args[2] = rw.neutral(n, index, padded, 0)
+    rw.env[n] = rw.g.call_function(n.target, tuple(new_args), dict(n.kwargs))
+    rw.state[n] = list(idims)
+
+
+def _index(rw, n):
+    # x[i0, i1, ...] with index tensors for the leading dimensions: real index
+    # entries are below the real sizes (the unpadded program is valid), padded
+    # entries are set to 0, so every read is in range; the result is the
+    # indices' broadcast shape followed by x's remaining dimensions
+    x, indices = n.args[0], n.args[1]
+    xd = rw.dims_of(n, x)
+    if any(i is None for i in indices) or len(indices) > len(xd):
+        rw.fail(n, "indexing with None or non-leading indices")
+    safe, states = [], []
+    for i in indices:
+        idims = rw.dims_of(n, i)
+        if rw.state[i] and i.meta["val"].dtype == torch.bool:
+            rw.fail(n, "a boolean mask index")
+        padded = [k for k, dim in enumerate(idims) if not _is_exact(dim)]
+        if any(not _is_pad(idims[k]) for k in padded):
+            rw.fail(n, "merged padded indices")
+        safe.append(rw.neutral(n, i, padded, 0))
+        states.append(i)
+    lead = _broadcast(rw, n, states) if states else []
+    out = rw.meta_dims(n)
+    lead = lead[:len(out) - (len(xd) - len(indices))] if len(out) - (len(xd) - len(indices)) >= 0 else lead
+    rest = list(xd[len(indices):])
+    if len(lead) + len(rest) != len(out):
+        rw.fail(n, "an index result of unexpected rank")
+    rw.env[n] = rw.g.call_function(n.target, (rw.env[x], safe), dict(n.kwargs))
+    rw.state[n] = lead[:len(out) - len(rest)] + rest
+
+
 def _masked_fill_tensor(rw, n):
     # masked_fill.Tensor takes a 0-d value tensor: pointwise
     _pointwise(rw, n)
@@ -819,6 +885,8 @@ _HANDLERS = {
     aten._log_softmax.default: _softmax(-math.inf),
     aten.native_layer_norm.default: _layer_norm,
     aten.embedding.default: _embedding,
+    aten.gather.default: _gather,
+    aten.index.Tensor: _index,
 }
 
 
@@ -834,11 +902,9 @@ def bucket(n: int, upper: int | None, sizes) -> int:
     """The padded size of a real size n: the next entry of `sizes` (a sorted
     list), or the next power of two, never above the upper bound."""
     if sizes is not None:
-        for s in sizes:
-            if s >= n:
-                return s
-        return n
-    b = 1 << max(0, (n - 1).bit_length())
+        b = next((s for s in sizes if s >= n), n)
+    else:
+        b = 1 << max(0, (n - 1).bit_length())
     if upper is not None and upper >= n:
         b = min(b, upper)
     return b
