@@ -293,3 +293,21 @@ def test_a_pass_error_falls_back_to_exact_sizes(monkeypatch):
         x = torch.randn(2, t)
         assert_same(f(x.to("tpu")), torch.softmax(x, 1), atol=1e-6, rtol=1e-6)
     assert "pass error: TypeError" in " ".join(tpu_compile.bucket_refusals())
+
+
+def test_advanced_indexing_by_padded_index_tensors():
+    # mask[batch[:, None], positions[None, :]] as HF's mask functions build it
+    def fn(x, mask):
+        b, t = mask.shape
+        rows = torch.arange(b, device=x.device)[:, None]
+        cols = torch.arange(t, device=x.device)[None, :]
+        picked = mask[rows, cols]
+        return torch.softmax(x.masked_fill(picked[:, :, None] == 0, -1e9), 1).sum(1)
+    f = torch.compile(fn, backend="tpu", dynamic=True)
+    with torch.no_grad():
+        for t in (5, 6, 11):  # not 3 or 4 (batch, features): Dynamo would give them one symbol
+            x = torch.randn(3, t, 4)
+            mask = (torch.rand(3, t, generator=torch.Generator().manual_seed(t)) > 0.3).long()
+            mask[:, 0] = 1
+            assert_same(f(x.to("tpu"), mask.to("tpu")), fn(x, mask), atol=1e-5, rtol=1e-5)
+    assert tpu_compile.stats()["bucketed_graphs"] == 1, tpu_compile.bucket_refusals()

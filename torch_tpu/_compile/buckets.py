@@ -401,8 +401,9 @@ class _Multi:
 # ---------------------------------------------------------------------------
 # padding rules, one per op family
 
-def _broadcast(rw, n, inputs):
-    out_shape = rw.meta_dims(n)
+def _broadcast(rw, n, inputs, out_shape=None):
+    """The dims of `inputs` broadcast together to `out_shape` (default: n's result)."""
+    out_shape = rw.meta_dims(n) if out_shape is None else out_shape
     rank = len(out_shape)
     dims = [None] * rank
     for v in inputs:
@@ -820,14 +821,13 @@ def _index(rw, n):
             rw.fail(n, "merged padded indices")
         safe.append(rw.neutral(n, i, padded, 0))
         states.append(i)
-    lead = _broadcast(rw, n, states) if states else []
     out = rw.meta_dims(n)
-    lead = lead[:len(out) - (len(xd) - len(indices))] if len(out) - (len(xd) - len(indices)) >= 0 else lead
     rest = list(xd[len(indices):])
-    if len(lead) + len(rest) != len(out):
+    if len(out) < len(rest):
         rw.fail(n, "an index result of unexpected rank")
+    lead = _broadcast(rw, n, states, out[:len(out) - len(rest)])
     rw.env[n] = rw.g.call_function(n.target, (rw.env[x], safe), dict(n.kwargs))
-    rw.state[n] = lead[:len(out) - len(rest)] + rest
+    rw.state[n] = lead + rest
 
 
 def _masked_fill_tensor(rw, n):
