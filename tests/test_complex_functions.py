@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover - CPU stand-in without the backend
     pass
 
 FUNCTIONS = ["sin", "cos", "tan", "sinh", "cosh", "tanh", "atanh", "atan", "asin", "acos", "asinh", "acosh", "log",
-             "log2", "log10", "sqrt", "abs", "exp"]
+             "log2", "log10", "sqrt", "abs", "exp", "exp2"]
 BIG = {torch.complex64: 3e38, torch.complex128: 1.7e308}
 
 

@@ -237,6 +237,14 @@ Value clog_base(Builder& b, const Value& z) {
 
 Value exp2_(Builder& b, const Value& x) { return b.binary("power", k(b, 2, x), x); }
 
+// exp2 of a complex value: glibc's cexp of z ln 2, each part scaled (a
+// complex power 2^z gave exp2(1e10 + 0i) = inf + NaN i where CPU has inf + 0i)
+Value cexp2(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  Value ln2 = k(b, std::log(2.0), p.re);
+  return cexp_c99(b, b.op("complex", {b.mul(p.re, ln2), b.mul(p.im, ln2)}, z.type));
+}
+
 Value erfc_(Builder& b, const Value& x) {
   // CHLO's erfc keeps its relative accuracy in the right tail, where 1 - erf(x) is 0
   return b.op("chlo.erfc", {x}, x.type);
@@ -362,7 +370,7 @@ void append_unary(std::vector<Lowering>& t) {
   t.push_back({"atanh", real_or_complex<atanh_, catanh_c99>, {"atanh+"}});
   t.push_back({"log2", real_or_complex<log2_, clog_base<2>>, {"log2+"}});
   t.push_back({"log10", real_or_complex<log10_, clog_base<10>>, {"log10+"}});
-  t.push_back({"exp2", unary_float<exp2_>, {"exp2+"}});
+  t.push_back({"exp2", real_or_complex<exp2_, cexp2>, {"exp2+"}});
   t.push_back({"erfc", unary_float<erfc_>, {"erfc+"}});
   t.push_back({"frac", unary_float<frac_>, {"frac+"}});
   t.push_back({"sinc", unary_float<sinc_>, {"sinc+"}});
