@@ -22,12 +22,18 @@ Value make(Builder& b, const Value& re, const Value& im, const TensorType& like)
   return b.op("complex", {re, im}, like);
 }
 
-Value copysign(Builder& b, const Value& mag, const Value& sign) {
-  return b.select(signbit(b, sign), neg(b, b.unary("abs", mag)), b.unary("abs", mag));
-}
 Value either(Builder& b, const Value& p, const Value& q) { return b.binary("or", p, q); }
 Value finite(Builder& b, const Value& x) { return b.unary("not", either(b, isinf(b, x), isnan(b, x))); }
 Value both(Builder& b, const Value& p, const Value& q) { return b.binary("and", p, q); }
+
+// sin(y) and cos(y), with sin(±0) = ±0 and cos(±0) = 1 exactly.
+struct SinCos {
+  Value sin, cos;
+};
+SinCos sincos(Builder& b, const Value& y) {
+  Value y_zero = b.compare(Compare::EQ, y, k(b, 0, y));
+  return {b.select(y_zero, y, b.unary("sine", y)), b.select(y_zero, k(b, 1, y), b.unary("cosine", y))};
+}
 
 }  // namespace
 
@@ -77,7 +83,8 @@ Value cexp_c99(Builder& b, const Value& z) {
   double t = f32 ? std::floor((FLT_MAX_EXP - 1) * M_LN2) : std::floor((DBL_MAX_EXP - 1) * M_LN2);
   Value zero = k(b, 0, x), one = k(b, 1, x), inf = k(b, INFINITY, x), nan = k(b, NAN, x);
   Value y_zero = b.compare(Compare::EQ, y, zero);
-  Value cos_y = b.select(y_zero, one, b.unary("cosine", y)), sin_y = b.select(y_zero, y, b.unary("sine", y));
+  SinCos sc = sincos(b, y);
+  const Value &cos_y = sc.cos, &sin_y = sc.sin;
   // finite x: scale cis(y) by exp(t) while x > t (at most twice before it overflows anyway)
   Value xs = x, cs = cos_y, ss = sin_y;
   for (int step = 0; step < 2; ++step) {
@@ -261,15 +268,6 @@ Value half_exp_times(Builder& b, const Value& a, const Value& c) {
   return b.mul(v, b.select(over, k(b, max, a), b.unary("exponential", b.select(over, k(b, 0, a), rest))));
 }
 
-// sinh and cosh of a real value, accurate near 0 (expm1) and without
-// overflow before the result does.
-Value real_sinh(Builder& b, const Value& x) {
-  return b.mul(k(b, 0.5, x), b.sub(b.unary("exponential_minus_one", x), b.unary("exponential_minus_one", neg(b, x))));
-}
-Value real_cosh(Builder& b, const Value& x) {
-  return b.mul(k(b, 0.5, x), b.add(b.unary("exponential", x), b.unary("exponential", neg(b, x))));
-}
-
 // i z and -i z
 Value times_i(Builder& b, const Value& z) {
   Parts p = parts(b, z);
@@ -280,14 +278,6 @@ Value times_minus_i(Builder& b, const Value& z) {
   return make(b, p.im, neg(b, p.re), z.type);
 }
 
-// sin(y) and cos(y), with sin(±0) = ±0 and cos(±0) = 1 exactly.
-struct SinCos {
-  Value sin, cos;
-};
-SinCos sincos(Builder& b, const Value& y) {
-  Value y_zero = b.compare(Compare::EQ, y, k(b, 0, y));
-  return {b.select(y_zero, y, b.unary("sine", y)), b.select(y_zero, k(b, 1, y), b.unary("cosine", y))};
-}
 
 // sinh(x + iy) (odd = true) = sinh x cos y + i cosh x sin y, or cosh(x + iy)
 // (odd = false) = cosh x cos y + i sinh x sin y: with |x| past exp's limit
@@ -434,17 +424,6 @@ Value catanh_c99(Builder& b, const Value& z) {
 Value catan_c99(Builder& b, const Value& z) { return times_minus_i(b, catanh_c99(b, times_i(b, z))); }
 
 namespace {
-
-// asinh of a real value: sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), and
-// log(2|x|) past 1e8 (where x^2 would lose 1 or overflow).
-Value real_asinh(Builder& b, const Value& x) {
-  Value a = b.unary("abs", x), one = k(b, 1, x);
-  Value a2 = b.mul(a, a);
-  Value small = b.unary("log_plus_one", b.add(a, b.div(a2, b.add(one, b.unary("sqrt", b.add(a2, one))))));
-  Value large = b.add(b.unary("log", a), k(b, std::log(2.0), x));
-  Value r = b.select(b.compare(Compare::LT, a, k(b, 1e8, x)), small, large);
-  return copysign(b, r, x);
-}
 
 // 1 + z, 1 - z, z - 1 with signed zeros kept in the imaginary part
 Value one_plus(Builder& b, const Parts& p, const TensorType& t) {

@@ -68,6 +68,30 @@ inline Value signbit(Builder& b, const Value& x) {
   return b.compare(Compare::LT, bits, b.constant_int(0, ElemType::S32, f.type.dims));
 }
 
+// |mag| with the sign bit of `sign` (C's copysign, -0 and -NaN included)
+inline Value copysign(Builder& b, const Value& mag, const Value& sign) {
+  return b.select(signbit(b, sign), neg(b, b.unary("abs", mag)), b.unary("abs", mag));
+}
+
+// sinh and cosh of a real value, accurate near 0 (expm1) and without
+// overflow before the result does.
+inline Value real_sinh(Builder& b, const Value& x) {
+  return b.mul(k(b, 0.5, x), b.sub(b.unary("exponential_minus_one", x), b.unary("exponential_minus_one", neg(b, x))));
+}
+inline Value real_cosh(Builder& b, const Value& x) {
+  return b.mul(k(b, 0.5, x), b.add(b.unary("exponential", x), b.unary("exponential", neg(b, x))));
+}
+
+// asinh of a real value: sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), and
+// log(2|x|) past 1e8 (where x^2 would lose 1 or overflow).
+inline Value real_asinh(Builder& b, const Value& x) {
+  Value a = b.unary("abs", x), one = k(b, 1, x);
+  Value a2 = b.mul(a, a);
+  Value small = b.unary("log_plus_one", b.add(a, b.div(a2, b.add(one, b.unary("sqrt", b.add(a2, one))))));
+  Value large = b.add(b.unary("log", a), k(b, std::log(2.0), x));
+  return copysign(b, where_lt(b, a, k(b, 1e8, x), small, large), x);
+}
+
 // Complex arithmetic with CPU's special values (complex_math.cc): C99
 // Annex G products and exponentials (glibc), Smith's division (c10::complex).
 Value cmul_c99(Builder& b, const Value& x, const Value& y);

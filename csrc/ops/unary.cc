@@ -190,24 +190,6 @@ Value atan_(Builder& b, const Value& x) { return b.binary("atan2", x, k(b, 1, x)
 
 Value tan_(Builder& b, const Value& x) { return b.div(b.unary("sine", x), b.unary("cosine", x)); }
 
-Value sinh_(Builder& b, const Value& x) {
-  return b.mul(k(b, 0.5, x), b.sub(b.unary("exponential_minus_one", x), b.unary("exponential_minus_one", neg(b, x))));
-}
-
-Value cosh_(Builder& b, const Value& x) {
-  return b.mul(k(b, 0.5, x), b.add(b.unary("exponential", x), b.unary("exponential", neg(b, x))));
-}
-
-Value asinh_(Builder& b, const Value& x) {
-  // sign(x) * log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): accurate near 0; large |x| via log(2|x|)
-  Value a = b.unary("abs", x);
-  Value a2 = b.mul(a, a);
-  Value small = b.unary("log_plus_one", b.add(a, b.div(a2, b.add(k(b, 1, x), b.unary("sqrt", b.add(a2, k(b, 1, x)))))));
-  Value large = b.add(b.unary("log", a), k(b, std::log(2.0), x));
-  Value r = where_lt(b, a, k(b, 1e8, x), small, large);
-  return b.mul(b.unary("sign", x), r);
-}
-
 Value acosh_(Builder& b, const Value& x) {
   // log(x + sqrt(x^2 - 1)) = log1p((x - 1) + sqrt((x - 1)(x + 1))); large x via log(2x)
   Value xm1 = b.sub(x, k(b, 1, x));
@@ -363,9 +345,9 @@ void append_unary(std::vector<Lowering>& t) {
   t.push_back({"acos", real_or_complex<acos_, cacos_kahan>, {"acos+"}});
   t.push_back({"atan", real_or_complex<atan_, catan_c99>, {"atan+"}});
   t.push_back({"tan", real_or_complex<tan_, ctan_c99>, {"tan+"}});
-  t.push_back({"sinh", real_or_complex<sinh_, csinh_c99>, {"sinh+"}});
-  t.push_back({"cosh", real_or_complex<cosh_, ccosh_c99>, {"cosh+"}});
-  t.push_back({"asinh", real_or_complex<asinh_, casinh_kahan>, {"asinh+"}});
+  t.push_back({"sinh", real_or_complex<real_sinh, csinh_c99>, {"sinh+"}});
+  t.push_back({"cosh", real_or_complex<real_cosh, ccosh_c99>, {"cosh+"}});
+  t.push_back({"asinh", real_or_complex<real_asinh, casinh_kahan>, {"asinh+"}});
   t.push_back({"acosh", real_or_complex<acosh_, cacosh_kahan>, {"acosh+"}});
   t.push_back({"atanh", real_or_complex<atanh_, catanh_c99>, {"atanh+"}});
   t.push_back({"log2", real_or_complex<log2_, clog_base<2>>, {"log2+"}});

@@ -91,7 +91,6 @@ def _dim_from_size(size, syms, op) -> tuple:
     e = _expr(size)
     if isinstance(e, int):
         return _exact(e)
-    import sympy
     if e.is_number:
         return _exact(int(e))
     if e in syms:
@@ -437,10 +436,6 @@ def _pointwise(rw, n):
 def _same(rw, n):
     rw.copy(n)
     rw.state[n] = list(rw.dims_of(n, n.args[0]))
-
-
-def _to_copy(rw, n):
-    _same(rw, n)
 
 
 def _transpose(rw, n):
@@ -830,19 +825,14 @@ def _index(rw, n):
     rw.state[n] = lead + rest
 
 
-def _masked_fill_tensor(rw, n):
-    # masked_fill.Tensor takes a 0-d value tensor: pointwise
-    _pointwise(rw, n)
-
-
 _HANDLERS = {
-    aten._to_copy.default: _to_copy,
+    aten._to_copy.default: _same,
     aten.clone.default: _same,
     aten.alias.default: _same,
     aten.detach.default: _same,
     aten.contiguous.default: _same,
     aten.lift_fresh_copy.default: _same,
-    aten.masked_fill.Tensor: _masked_fill_tensor,
+    aten.masked_fill.Tensor: _pointwise,  # the value is a 0-d tensor
     aten.t.default: _transpose,
     aten.transpose.int: _transpose,
     aten.permute.default: _permute,
@@ -942,7 +932,6 @@ class BucketedGraph:
         self.exact = exact
         self.sizes = sorted(sizes) if sizes is not None else None
         self.on_run = on_run
-        self.buckets_seen: set = set()
 
     def __call__(self, args):
         args = list(args) if not isinstance(args, list) else args
@@ -975,8 +964,6 @@ class BucketedGraph:
         for s in p.symbols:
             new_args.append(torch.tensor(real[s], dtype=torch.int64, device=p.device))
         key = tuple(sizes[s] for s in p.symbols)
-        if key not in self.buckets_seen:
-            self.buckets_seen.add(key)
         if self.on_run is not None:
             self.on_run(key)
         out = self.padded(new_args)
