@@ -116,6 +116,11 @@ OpPlan make_plan(const c10::FunctionSchema& schema) {
   }
   p.num_returns = schema.returns().size();
   p.returns_list = p.num_returns == 1 && schema.returns()[0].type()->kind() == c10::TypeKind::ListType;
+  for (const auto& r : schema.returns()) {
+    c10::TypeKind k = r.type()->kind();
+    p.int_returns.push_back(k == c10::TypeKind::IntType || k == c10::TypeKind::SymIntType);
+    p.any_int_return |= p.int_returns.back();
+  }
   return p;
 }
 
@@ -386,7 +391,7 @@ ResultLayout permuted_layout(const at::Tensor& t) {
 
 std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
                                      const OpPlan& plan, std::vector<bool>& present,
-                                     std::vector<ResultLayout>* layouts) {
+                                     std::vector<ResultLayout>* layouts, std::vector<c10::IValue>* ints) {
   torch::jit::Stack ms;
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = args[i];
@@ -443,6 +448,8 @@ std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRe
       layout(at::Tensor());
       outs.push_back(meta_type(at::Tensor()));
       present.push_back(false);
+    } else if (ints && (r.isInt() || r.isSymInt())) {
+      ints->push_back(r);
     }
   }
   return outs;

@@ -31,6 +31,10 @@ struct OpPlan {
   Variant variant = Variant::Functional;
   size_t num_returns = 0;
   bool returns_list = false;
+  // Per schema return: an int or SymInt (the fused attention ops' max_q and
+  // max_k). Its value comes from the meta function (Signature::int_returns).
+  std::vector<bool> int_returns;
+  bool any_int_return = false;
 };
 
 OpPlan make_plan(const c10::FunctionSchema& schema);
@@ -76,10 +80,11 @@ std::optional<shlo::Value> bind(std::vector<ops::Arg>& args, const std::vector<u
 // written arguments' types. `present` marks results that are real (an
 // output_mask may leave some undefined).
 // `layouts`, if given, receives per result the layout the meta function
-// gives it (permuted_layout).
+// gives it (permuted_layout); `ints`, if given, its int results in order.
 std::vector<TensorType> meta_outputs(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
                                      const OpPlan& plan, std::vector<bool>& present,
-                                     std::vector<ResultLayout>* layouts = nullptr);
+                                     std::vector<ResultLayout>* layouts = nullptr,
+                                     std::vector<c10::IValue>* ints = nullptr);
 
 // PyTorch's result type over the value operands (index operands excluded).
 ElemType common_dtype(c10::ArrayRef<c10::IValue> args, const OpPlan& plan);

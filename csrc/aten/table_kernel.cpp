@@ -383,7 +383,7 @@ void TableKernel::submit(const c10::OperatorHandle& op, const std::vector<c10::I
   take_checks(op, outputs, sig->checks);
   if (runtime::mode() == runtime::Mode::Debug) debug_check(op, outputs, sig->present);
   torch::jit::drop(*stack, plan_.args.size());
-  deliver(args, outputs, sig->present, stack, sig->layouts);
+  deliver(args, outputs, *sig, stack);
 }
 
 // How CPU lays out each result (Signature::layouts), from the meta function
@@ -425,7 +425,7 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
   sig.precision = m.precision;
   if (!lowering_->infer) {
     try {
-      sig.outs = meta_outputs(op, args, plan_, sig.present, m.layout ? &sig.layouts : nullptr);
+      sig.outs = meta_outputs(op, args, plan_, sig.present, m.layout ? &sig.layouts : nullptr, &sig.int_returns);
     } catch (...) {  // c10::Error, or a Python meta function's exception
       // CPU's error (type and words) where the out= dtype is the problem
       if (plan_.variant == Variant::Out) check_out_dtypes(op, args, /*meta_refused=*/true);
@@ -782,8 +782,9 @@ void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
 }
 
 void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,
-                          const std::vector<bool>& present, torch::jit::Stack* stack,
-                          const std::vector<ResultLayout>& layouts) const {
+                          const Signature& sig, torch::jit::Stack* stack) const {
+  const std::vector<bool>& present = sig.present;
+  const std::vector<ResultLayout>& layouts = sig.layouts;
   // Undeclared updates (running stats) come last.
   for (size_t j = lowering_->writeback_args.size(); j > 0; --j) {
     const c10::IValue& target = args.at(lowering_->writeback_args[j - 1]);
@@ -799,6 +800,16 @@ void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<Buff
     }
     if (plan_.returns_list) {
       stack->emplace_back(ts);
+    } else if (plan_.any_int_return) {  // tensors and ints in the schema's order
+      size_t t = 0, i = 0;
+      for (bool is_int : plan_.int_returns) {
+        if (!is_int) stack->emplace_back(std::move(ts.at(t++)));
+        else {
+          TORCH_CHECK(i < sig.int_returns.size(), "torch_tpu internal error: the meta function of ",
+                      lowering_->name, " gave no value for int result ", i);
+          stack->push_back(sig.int_returns[i++]);
+        }
+      }
     } else {
       for (auto& t : ts) stack->emplace_back(std::move(t));
     }

@@ -49,6 +49,9 @@ class TableKernel final : public c10::OperatorKernel {
     // The result types as the executor gets them: physical order, then the
     // check flags (computed once, read on every call).
     std::vector<TensorType> submitted;
+    // The int results (OpPlan::int_returns), as the meta function gave them
+    // for these shapes.
+    std::vector<c10::IValue> int_returns;
   };
   struct Emitted {
     std::vector<shlo::Value> results;  // declared results, write-backs, then check flags
@@ -69,8 +72,8 @@ class TableKernel final : public c10::OperatorKernel {
   std::shared_ptr<const Signature> learn(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                                          Marshalled& m);
   Emitted emit(shlo::Builder& b, const std::vector<shlo::Value>& in_values, const Signature& sig, bool known) const;
-  void deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs, const std::vector<bool>& present,
-               torch::jit::Stack* stack, const std::vector<ResultLayout>& layouts) const;
+  void deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs, const Signature& sig,
+               torch::jit::Stack* stack) const;
 
   // out= and in-place result dtypes, checked the way CPU's TensorIterator does.
   bool functional_meta(const std::vector<c10::IValue>& args, std::vector<TensorType>& outs,

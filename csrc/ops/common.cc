@@ -345,6 +345,7 @@ const std::vector<Lowering>& lowering_table() {
     append_special(t);
     append_amp(t);
     append_rnn(t);
+    append_attention(t);
     return t;
   }();
   return table;

@@ -188,6 +188,7 @@ void append_sort_scan(std::vector<Lowering>& t);
 void append_special(std::vector<Lowering>& t);
 void append_amp(std::vector<Lowering>& t);
 void append_rnn(std::vector<Lowering>& t);
+void append_attention(std::vector<Lowering>& t);
 
 // The plugin platform executables are compiled for. Set once by the runtime
 // when the client starts (Portable until then, and in tests).

@@ -344,8 +344,8 @@ class _Rewriter:
             self.copy(n)
             self.state[n] = self._plain_state(n)
             return
-        if isinstance(t, torch._ops.OpOverload) and (t._schema.is_mutable or
-                                                    torch.Tag.nondeterministic_seeded in t.tags):
+        if isinstance(t, torch._ops.OpOverload) and (t._schema.is_mutable or (
+                torch.Tag.nondeterministic_seeded in t.tags and not _draws_nothing(n))):
             # an input mutation would write the padding into the input; a
             # random op would draw more numbers than the unpadded run
             self.fail(n, "mutates an input or draws random numbers on a padded tensor")
@@ -388,6 +388,14 @@ class _Rewriter:
         if isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in v):
             return _Multi([[_exact(s) for s in x.shape] if isinstance(x, torch.Tensor) else None for x in v])
         return None
+
+
+def _draws_nothing(n) -> bool:
+    """A seeded op called without randomness (fused attention without dropout)."""
+    if n.target is aten._scaled_dot_product_fused_attention_overrideable.default:
+        p = n.args[4] if len(n.args) > 4 else n.kwargs.get("dropout_p", 0.0)
+        return p == 0
+    return False
 
 
 class _Multi:
@@ -825,6 +833,62 @@ def _index(rw, n):
     rw.state[n] = lead + rest
 
 
+def _attention(rw, n):
+    """The fused SDPA (overrideable) op: padded keys get a -inf bias (a key
+    mask), padded queries are independent rows, narrowed away after. With a
+    causal mask over one padded length shared by queries and keys, a real
+    query never sees a padded key, so no mask is needed."""
+    names = ["query", "key", "value", "attn_bias", "dropout_p", "is_causal", "return_debug_mask"]
+    a = dict(zip(names, n.args))
+    a.update(n.kwargs)
+    q, k, v, bias = a["query"], a["key"], a["value"], a.get("attn_bias")
+    dq, dk, dv = rw.dims_of(n, q), rw.dims_of(n, k), rw.dims_of(n, v)
+    if any(not _is_exact(d[-1]) for d in (dq, dk, dv)):
+        rw.fail(n, "a padded head dimension")
+    for d in range(len(dq) - 2):
+        ds = [x[d] for x in (dq, dk, dv) if not _is_exact(x[d])]
+        if ds and (len(ds) != 3 or len(set(ds)) != 1):
+            rw.fail(n, "batches differently padded dimensions")
+    lq, lk = dq[-2], dk[-2]
+    if dv[-2] != lk:
+        rw.fail(n, "keys and values padded differently")
+    new_args = list(torch.fx.node.map_arg(n.args, lambda x: rw.env[x]))
+    new_kwargs = dict(torch.fx.node.map_arg(n.kwargs, lambda x: rw.env[x]))
+    if bias is not None and rw._padded(bias):
+        bd = rw.state[bias]
+        out = list(dq[:-1]) + [lk]
+        for i in range(1, len(bd) + 1):
+            if not _is_exact(bd[-i]) and bd[-i] != out[-i]:
+                rw.fail(n, "a bias padded unlike the scores")
+    if not _is_exact(lk) and not (a.get("is_causal") and lq == lk):
+        if not _is_pad(lk):
+            rw.fail(n, "merged padded keys")
+        sym = lk[0][1]
+        dtype = n.args[0].meta["val"].dtype
+        zeros = rw.call(aten.zeros.default, [rw.sym_nodes[sym]], dtype=dtype, device=rw.device)
+        positions = rw.call(aten.arange.default, rw.sym_nodes[sym], dtype=torch.int64, device=rw.device)
+        key_mask = rw.call(aten.masked_fill.Scalar, zeros,
+                           rw.call(aten.ge.Tensor, positions, rw.length(sym)), -math.inf)
+        if bias is None:
+            combined = key_mask
+        else:
+            b_new = rw.env[bias]
+            if bias.meta["val"].dtype == torch.bool:
+                b_new = rw.call(aten.masked_fill.Scalar, rw.call(aten.zeros_like.default, b_new, dtype=dtype),
+                                rw.call(aten.logical_not.default, b_new), -math.inf)
+            combined = rw.call(aten.add.Tensor, b_new, key_mask)
+        if len(n.args) > 3:
+            new_args[3] = combined
+        else:
+            new_kwargs["attn_bias"] = combined
+    rw.env[n] = rw.g.call_function(n.target, tuple(new_args), new_kwargs)
+    out = list(dq[:-1]) + [dv[-1]]
+    lse = list(dq[:-1])
+    size = ("sym", None)
+    rw.state[n] = _Multi([out, lse, None, None, size if not _is_exact(lq) else None,
+                          size if not _is_exact(lk) else None, [], [], None])
+
+
 _HANDLERS = {
     aten._to_copy.default: _same,
     aten.clone.default: _same,
@@ -877,6 +941,7 @@ _HANDLERS = {
     aten.embedding.default: _embedding,
     aten.gather.default: _gather,
     aten.index.Tensor: _index,
+    aten._scaled_dot_product_fused_attention_overrideable.default: _attention,
 }
 
 

@@ -1,0 +1,146 @@
+"""Fused scaled_dot_product_attention on 'tpu' (issue #16 item: the SDPA hooks).
+
+F.scaled_dot_product_attention asks the device which backend to run; on
+'tpu' the answer is OVERRIDEABLE (one lowering per call, forward and
+backward) where that lowering serves the call, else MATH. Every result and
+gradient is compared with CPU, in every eager mode, and under torch.compile.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from _helpers import check, each_eager_mode, make_tensor, tpu_only  # noqa: F401
+
+pytestmark = tpu_only
+TOL = dict(atol=2e-5, rtol=1e-4)
+
+
+def qkv(b=2, hq=4, hk=4, lq=5, lk=7, e=8, ev=None, dtype=torch.float32, grad=True):
+    ts = [make_tensor((b, hq, lq, e), dtype, seed=1), make_tensor((b, hk, lk, e), dtype, seed=2),
+          make_tensor((b, hk, lk, ev or e), dtype, seed=3)]
+    return [t.requires_grad_(grad) for t in ts]
+
+
+def choice(*args, **kwargs):
+    return torch.ops.aten._fused_sdp_choice(*args, **kwargs)
+
+
+def test_choice_is_overrideable_where_the_lowering_serves():
+    q, k, v = (t.detach().to("tpu") for t in qkv())
+    assert choice(q, k, v) == SDPBackend.OVERRIDEABLE.value
+    assert choice(q, k, v, is_causal=True, scale=0.3) == SDPBackend.OVERRIDEABLE.value
+    # dropout, mismatched heads without enable_gqa, and 2-D inputs go to math
+    assert choice(q, k, v, dropout_p=0.5) == SDPBackend.MATH.value
+    k2, v2 = k[:, :2], v[:, :2]
+    assert choice(q, k2, v2) == SDPBackend.MATH.value
+    assert choice(q, k2, v2, enable_gqa=True) == SDPBackend.OVERRIDEABLE.value
+    assert choice(q[0, 0], k[0, 0], v[0, 0]) == SDPBackend.MATH.value
+    with sdpa_kernel(SDPBackend.MATH):  # the user's choice of backends is honoured
+        assert choice(q, k, v) == SDPBackend.MATH.value
+
+
+def test_forward_calls_one_fused_op():
+    q, k, v = (t.detach().to("tpu") for t in qkv())
+    with torch.profiler.profile() as prof:
+        F.scaled_dot_product_attention(q, k, v)
+    names = {e.name for e in prof.events()}
+    assert "aten::_scaled_dot_product_fused_attention_overrideable" in names
+    assert "aten::bmm" not in names and "aten::_softmax" not in names
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [dict(lq=5, lk=7), dict(lq=6, lk=6), dict(lq=1, lk=9), dict(ev=5)],
+                         ids=["lq<lk", "square", "decode", "ev"])
+def test_matches_cpu_with_gradients(causal, shape):
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal), *qkv(**shape), **TOL)
+
+
+def test_scale_and_3d_inputs():
+    q, k, v = (t[0] for t in qkv(grad=False))
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.7), q, k, v, **TOL)
+
+
+@pytest.mark.parametrize("kind", ["float", "bool", "broadcast_float", "bool_with_masked_rows"])
+def test_masks_match_cpu_with_gradients(kind):
+    q, k, v = qkv()
+    g = torch.Generator().manual_seed(5)
+    if kind == "float":
+        m = make_tensor((2, 4, 5, 7), seed=9).requires_grad_()
+    elif kind == "broadcast_float":
+        m = make_tensor((5, 7), seed=9).requires_grad_()
+    elif kind == "bool":
+        m = torch.rand(2, 1, 5, 7, generator=g) > 0.3
+        m[..., 0] = True
+    else:  # a query row that sees no key: math (and so we) give 0 there, not NaN
+        m = torch.rand(2, 1, 5, 7, generator=g) > 0.3
+        m[:, :, 2] = False
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m), q, k, v, m, **TOL)
+
+
+def test_fully_masked_rows_give_zero_and_finite_gradients():
+    q, k, v = (t.detach().to("tpu").requires_grad_() for t in qkv())
+    m = torch.ones(5, 7, dtype=torch.bool, device="tpu")
+    m[1] = False
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    out.sum().backward()
+    assert out[:, :, 1].abs().max().item() == 0
+    assert all(torch.isfinite(t.grad).all().item() for t in (q, k, v))
+
+
+@pytest.mark.parametrize("mask", [False, True])
+def test_grouped_query_attention_matches_cpu(mask):
+    q, k, v = qkv(hq=6, hk=2)
+    if mask:
+        m = torch.rand(5, 7, generator=torch.Generator().manual_seed(3)) > 0.2
+        m[:, 0] = True
+        check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
+              q, k, v, m, **TOL)
+    else:
+        check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+              q, k, v, **TOL)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64])
+def test_other_dtypes_match_cpu(dtype):
+    tol = dict(atol=1e-2, rtol=1e-2) if dtype != torch.float64 else dict(atol=1e-10, rtol=1e-10)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), *qkv(dtype=dtype), **tol)
+
+
+def test_dropout_still_runs_through_math():
+    q, k, v = (t.detach().to("tpu") for t in qkv())
+    torch.manual_seed(0)
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=1.0)
+    assert out.abs().max().item() == 0  # every probability dropped
+
+
+def test_fused_op_called_directly_returns_its_schema():
+    q, k, v = (t.detach() for t in qkv())
+    r = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q.to("tpu"), k.to("tpu"), v.to("tpu"))
+    assert len(r) == 9 and r[4] == 5 and r[5] == 7  # max_q, max_k as the meta function gives them
+    ref = F.scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(r[0].cpu(), ref, **TOL)
+    lse = torch.logsumexp((q @ k.transpose(-1, -2)) / 8 ** 0.5, -1)
+    torch.testing.assert_close(r[1].cpu(), lse, **TOL)
+    with pytest.raises(NotImplementedError, match="dropout"):
+        torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q.to("tpu"), k.to("tpu"), v.to("tpu"), None,
+                                                                          0.5)
+
+
+def test_compiled_forward_and_backward_match_cpu():
+    def f(q, k, v, m):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m).sum(-1)
+    torch._dynamo.reset()
+    cf = torch.compile(f, backend="tpu")
+    m = torch.rand(5, 7, generator=torch.Generator().manual_seed(1)) > 0.2
+    m[:, 0] = True
+    cpu = qkv()
+    dev = [t.detach().to("tpu").requires_grad_() for t in cpu]
+    ref, out = f(*cpu, m), cf(*dev, m.to("tpu"))
+    torch.testing.assert_close(out.cpu(), ref.detach(), **TOL)
+    cot = make_tensor(ref.shape, seed=4)
+    ref.backward(cot)
+    out.backward(cot.to("tpu"))
+    for a, b in zip(dev, cpu):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, **TOL)
