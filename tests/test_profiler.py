@@ -9,6 +9,7 @@ use_device="tpu", use_kineto=False)), record_function ranges, Chrome traces,
 and the default torch.profiler.profile() working beside the device."""
 import json
 import os
+import threading
 import warnings
 
 import pytest
@@ -254,3 +255,33 @@ def test_schedule_cycles_and_backward_ops():
         assert avg["tpu op: aten::mm"].count >= 2         # weight gradient in backward
         assert avg["aten::mm"].device_time_total > 0      # charged to the backward op
     assert not torch_tpu_trace_on()
+
+
+def test_profiling_a_defer_region_whose_first_recorded_op_is_inside_it():
+    # A thread's first DeferAndFuse record used to push the backend's
+    # thread-local entry above the profiler's own, and the profiler's exit
+    # raised "Expected debug info of type PROFILER_STATE". A new thread makes
+    # the region hold that first record; the pending work runs at exit.
+    from torch_tpu.execution_mode import EagerMode, eager_mode
+    x = torch.randn(8, 8)
+    result = {}
+
+    def work():
+        try:
+            with eager_mode(EagerMode.DEFER_AND_FUSE):
+                xt = x.to("tpu")
+                with torch.profiler.profile() as prof:
+                    y = (xt @ xt).tanh()
+                result["names"] = {e.name for e in prof.events()}
+                result["y"] = y.cpu()
+                with torch.profiler.profile():  # and again, now that the thread has recorded
+                    (y + 1).sum().item()
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            result["error"] = e
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(timeout=120)
+    assert not t.is_alive()
+    assert "error" not in result, result.get("error")
+    assert "aten::mm" in result["names"]
+    torch.testing.assert_close(result["y"], (x @ x).tanh(), atol=1e-5, rtol=1e-5)

@@ -31,11 +31,20 @@ struct OwnerInfo : c10::DebugInfoBase {
   uint64_t id;
 };
 
+// The id is the thread's own (thread_local) and is also pushed as debug info
+// so it travels. Not while the profiler is on: PyTorch pops its
+// PROFILER_STATE at the end and requires it on top of the stack, so an entry
+// pushed above it would break the profiler's exit (seen: profiling a
+// DeferAndFuse region whose first recorded op is inside it). Then the id is
+// pushed by the first op after the profiler, the same id, so the thread's
+// pending graph stays one graph.
 uint64_t recording_owner() {
   if (auto* info = c10::ThreadLocalDebugInfo::get(kOwner)) return static_cast<OwnerInfo*>(info)->id;
-  auto info = std::make_shared<OwnerInfo>(g_next_owner++);
-  c10::ThreadLocalDebugInfo::_push(kOwner, info);  // stays for the thread's lifetime
-  return info->id;
+  thread_local uint64_t t_id = 0;
+  if (t_id == 0) t_id = g_next_owner++;
+  if (!c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE))
+    c10::ThreadLocalDebugInfo::_push(kOwner, std::make_shared<OwnerInfo>(t_id));  // stays for the thread's lifetime
+  return t_id;
 }
 #else
 // torch < 2.13 has a closed enum of debug-info kinds, so no slot of our own:
