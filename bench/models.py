@@ -97,3 +97,31 @@ def cnn_step(device, batch=16):
     y = torch.randint(0, 10, (batch,)).to(device)
     step = _train_step(model, opt, lambda: (x, y), F.cross_entropy)
     return step, step
+
+
+def hf_llama_generate(device, new_tokens=64, prompt_len=8, static=False, compiled=None):
+    """HF `generate()` on a tiny Llama-style model built from a config (no hub),
+    greedy. `static`: HF's static KV cache (`cache_implementation="static"`);
+    `compiled`: a torch.compile backend for the model's forward, the path HF
+    recommends for fast decoding. Returns (generate, prompt_of(length))."""
+    import transformers
+    transformers.logging.set_verbosity_error()
+    cfg = transformers.LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).eval().to(device)
+    if compiled:
+        model.forward = torch.compile(model.forward, backend=compiled)
+    kw = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False, pad_token_id=0)
+    if static:
+        kw["cache_implementation"] = "static"
+
+    def prompt_of(length):
+        return torch.randint(2, 256, (1, length), generator=torch.Generator().manual_seed(length)).to(device)
+    prompt = prompt_of(prompt_len)
+
+    def generate(x=None):
+        with torch.no_grad():
+            out = model.generate(prompt if x is None else x, **kw)
+        return out[0, -1].item()
+    return generate, prompt_of

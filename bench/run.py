@@ -267,6 +267,42 @@ def case_generation(r: Recorder):
             rec["tokens_per_s"] = (8 if r.quick else 32) / (rec["median_ms"] / 1e3)
 
 
+def case_hf_generate(r: Recorder):
+    """#19 section 2: HF `generate()` on a tiny Llama, greedy, 64 new tokens
+    (ms for the whole generation). Eager modes use HF's default dynamic KV
+    cache; 'compiled' is the static cache with torch.compile(model.forward,
+    backend="tpu") (native: Inductor). After the measured runs, prompts of
+    three other lengths are generated: `new_prompt_compiles` counts the
+    executables they compile (goal: a fixed number, whatever the length)."""
+    reps = 3 if r.quick else 5
+    name = "HF Llama generate 64 tokens"
+    cases = [(mode, dev, False, None) for mode, dev in targets()]
+    if SIDE == "native" and r.inductor:
+        cases.append(("inductor", "cpu", True, "inductor"))
+    if SIDE == "tpu" and "compiled" in SELECTED:
+        cases.append(("compiled", "tpu", True, "tpu"))
+    for mode, dev, static, backend in cases:
+        torch._dynamo.reset()
+        gen, prompt_of = models.hf_llama_generate(dev, static=static, compiled=backend)
+        with in_mode(mode):
+            before = STATS.compiles()
+            t0 = time.perf_counter()
+            gen()
+            first_ms = (time.perf_counter() - t0) * 1e3
+            first = STATS.compiles() - before
+            rec = r.run(name, mode, dev, gen, reps, 1, note="static KV cache" if static else "dynamic KV cache")
+            before = STATS.compiles()
+            for length in (5, 11, 17):
+                gen(prompt_of(length))
+            rec.update(first_call_ms=first_ms, first_call_compiles=first,
+                       new_prompt_compiles=STATS.compiles() - before)
+        if rec["median_ms"]:
+            rec["tokens_per_s"] = 64 / (rec["median_ms"] / 1e3)
+        if SIDE == "tpu":
+            print(f"    first call {first_ms:.0f} ms, {first} executables; 3 new prompt lengths: "
+                  f"{rec['new_prompt_compiles']} more", flush=True)
+
+
 def case_gemm(r: Recorder):
     n = 1024 if r.quick else 2048
     flops = 2 * n ** 3
@@ -492,7 +528,8 @@ def case_dynamic(r: Recorder):
 
 
 GROUPS = {"dispatch": case_dispatch, "compile": case_compile, "training": case_training,
-          "generation": case_generation, "gemm": case_gemm, "warm_start": case_warm_start, "mixed": case_mixed,
+          "generation": case_generation, "hf_generate": case_hf_generate, "gemm": case_gemm,
+          "warm_start": case_warm_start, "mixed": case_mixed,
           "lowp": case_lowp, "dynamic": case_dynamic}
 
 
