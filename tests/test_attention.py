@@ -144,3 +144,90 @@ def test_compiled_forward_and_backward_match_cpu():
     out.backward(cot.to("tpu"))
     for a, b in zip(dev, cpu):
         torch.testing.assert_close(a.grad.cpu(), b.grad, **TOL)
+
+
+def test_choice_leaves_a_mask_with_is_causal_and_unbroadcastable_masks_to_math():
+    q, k, v = (t.detach().to("tpu") for t in qkv())
+    m = torch.ones(5, 7, dtype=torch.bool, device="tpu")
+    assert choice(q, k, v, m, is_causal=True) == SDPBackend.MATH.value  # PyTorch's contract: an error
+    assert choice(q, k, v, torch.ones(5, 3, dtype=torch.bool, device="tpu")) == SDPBackend.MATH.value
+    assert choice(q, k, v, torch.ones(2, 1, 1, 7, dtype=torch.bool, device="tpu")) == SDPBackend.OVERRIDEABLE.value
+
+
+def test_unbroadcastable_mask_raises_as_on_cpu():
+    from _helpers import assert_same_error
+    q, k, v = (t.detach() for t in qkv())
+    assert_same_error(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                      q, k, v, torch.ones(5, 3, dtype=torch.bool))
+
+
+def test_bias_gradient_only_when_asked():
+    q, k, v = (t.detach().to("tpu") for t in qkv(grad=False))
+    bias = make_tensor((2, 4, 5, 7), seed=9).to("tpu")
+    r = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, bias)
+    g = make_tensor((2, 4, 5, 8), seed=11).to("tpu")
+    args = (g, q, k, v, bias)
+    rest = (r[0], r[1], r[2], r[3], r[4], r[5], 0.0, False, r[6], r[7])
+    want = torch.ops.aten._scaled_dot_product_fused_attention_overrideable_backward(*args, [True] * 4, *rest)
+    skip = torch.ops.aten._scaled_dot_product_fused_attention_overrideable_backward(*args, [True] * 3 + [False],
+                                                                                     *rest)
+    for a, b in zip(want[:3], skip[:3]):
+        torch.testing.assert_close(a.cpu(), b.cpu())
+    # with the mask set, the bias gradient is the scores' gradient: check it against autograd on CPU
+    qc, kc, vc = (t.cpu().requires_grad_() for t in (q, k, v))
+    bc = bias.cpu().requires_grad_()
+    F.scaled_dot_product_attention(qc, kc, vc, attn_mask=bc).backward(g.cpu())
+    torch.testing.assert_close(want[3].cpu(), bc.grad, **TOL)
+
+
+class _Attend(torch.nn.Module):
+    """Attention whose keys and values hold NaN in any padding (0 / 0 on a padded row)."""
+
+    def __init__(self, gqa=False):
+        super().__init__()
+        self.gqa = gqa
+
+    def forward(self, q, k, v, m=None):
+        k = k / k.abs().sum(-1, keepdim=True)
+        v = v / v.abs().sum(-1, keepdim=True)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=self.gqa)
+
+
+@pytest.mark.parametrize("case", ["keys", "decode", "gqa_mask", "causal"])
+def test_bucketed_lengths_match_cpu(case):
+    from torch_tpu._compile import backend as tpu_compile
+    torch._dynamo.reset()
+    tpu_compile.reset_stats()
+    f = torch.compile(_Attend(gqa=case == "gqa_mask"), backend="tpu")
+
+    def causal(q, k, v):
+        return F.scaled_dot_product_attention(q, k / k.abs().sum(-1, keepdim=True),
+                                              v / v.abs().sum(-1, keepdim=True), is_causal=True)
+    compiled_causal = torch.compile(causal, backend="tpu")
+
+    def on_tpu(ts):  # only the lengths vary (dynamic=True would pad the head dimension too)
+        out = [t.to("tpu") for t in ts]
+        for i, t in enumerate(out):
+            for d in ([2] if i < 3 else [0, 1]):
+                if t.shape[d] > 1:
+                    torch._dynamo.mark_dynamic(t, d)
+        return out
+    for n in (5, 7, 11, 6):
+        lq = 1 if case == "decode" else n
+        hk = 2 if case == "gqa_mask" else 4
+        q = make_tensor((2, 4, lq, 8), seed=n)
+        k, v = make_tensor((2, hk, n, 8), seed=n + 1), make_tensor((2, hk, n, 8), seed=n + 2)
+        args = [q, k, v]
+        if case == "gqa_mask":
+            m = torch.rand(lq, n, generator=torch.Generator().manual_seed(n)) > 0.3
+            m[:, 0] = True
+            args.append(m)
+        if case == "causal":
+            ref = causal(*args)
+            out = compiled_causal(*on_tpu(args))
+        else:
+            ref = _Attend(gqa=case == "gqa_mask")(*args)
+            out = f(*on_tpu(args))
+        assert torch.isfinite(out.cpu()).all()
+        torch.testing.assert_close(out.cpu(), ref, **TOL)
+    assert tpu_compile.stats()["bucketed_graphs"] >= 1, tpu_compile.bucket_refusals()

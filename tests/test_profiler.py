@@ -285,3 +285,33 @@ def test_profiling_a_defer_region_whose_first_recorded_op_is_inside_it():
     assert "error" not in result, result.get("error")
     assert "aten::mm" in result["names"]
     torch.testing.assert_close(result["y"], (x @ x).tanh(), atol=1e-5, rtol=1e-5)
+
+
+def test_backward_inside_a_profiled_defer_region_on_a_fresh_thread():
+    # The thread's owner goes under the profiler's entry, so the autograd
+    # engine's thread records the backward into the same graph: gradients
+    # equal CPU's, and the profiler exits cleanly.
+    from torch_tpu.execution_mode import EagerMode, eager_mode
+    torch.manual_seed(0)
+    m = torch.nn.Linear(8, 4)
+    x = torch.randn(5, 8)
+    result = {}
+
+    def work():
+        try:
+            with eager_mode(EagerMode.DEFER_AND_FUSE):
+                mt = torch.nn.Linear(8, 4)
+                mt.load_state_dict(m.state_dict())
+                mt.to("tpu")
+                with torch.profiler.profile():
+                    mt(x.to("tpu")).tanh().sum().backward()
+                result["grad"] = mt.weight.grad.cpu()
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            result["error"] = e
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(timeout=120)
+    assert not t.is_alive()
+    assert "error" not in result, result.get("error")
+    m(x).tanh().sum().backward()
+    torch.testing.assert_close(result["grad"], m.weight.grad, atol=1e-5, rtol=1e-5)

@@ -16,7 +16,7 @@ namespace ttpu::aten {
 namespace {
 
 bool fused_serves(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                  const std::optional<at::Tensor>& mask, double dropout_p, bool enable_gqa) {
+                  const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal, bool enable_gqa) {
   if (dropout_p != 0.0) return false;
   if (q.is_nested() || k.is_nested() || v.is_nested()) return false;
   const int64_t r = q.dim();
@@ -34,8 +34,16 @@ bool fused_serves(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   if (hq != hk && !(enable_gqa && hq % hk == 0)) return false;
   if (k.sym_size(r - 2) != v.sym_size(r - 2) || q.sym_size(r - 1) != k.sym_size(r - 1)) return false;
   if (mask.has_value() && mask->defined()) {
+    // Both a mask and is_causal: PyTorch's contract is an error, which math raises.
+    if (is_causal) return false;
     if (mask->is_nested() || mask->dim() > r) return false;
     if (mask->scalar_type() != at::kBool && mask->scalar_type() != t) return false;
+    // it must broadcast to the scores [..., L, S]: else math gives PyTorch's size error
+    const c10::SymInt scores[] = {k.sym_size(r - 2), q.sym_size(r - 2), hq, q.sym_size(0)};
+    for (int64_t i = 1; i <= mask->dim(); ++i) {
+      const c10::SymInt& m = mask->sym_size(-i);
+      if (m != 1 && m != scores[i - 1]) return false;
+    }
   }
   return true;
 }
@@ -44,7 +52,7 @@ int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const a
                          const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
                          std::optional<double> scale, bool enable_gqa) {
   const auto& ctx = at::globalContext();
-  if (ctx.userEnabledOverrideableSDP() && fused_serves(query, key, value, attn_mask, dropout_p, enable_gqa))
+  if (ctx.userEnabledOverrideableSDP() && fused_serves(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa))
     return static_cast<int64_t>(at::SDPBackend::overrideable);
   if (ctx.userEnabledMathSDP()) return static_cast<int64_t>(at::SDPBackend::math);
   TORCH_CHECK(false, "scaled_dot_product_attention on 'tpu': no enabled backend serves this call (query ",

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string_view>
 
+#include <c10/util/Exception.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/headeronly/version.h>
 
@@ -31,19 +32,30 @@ struct OwnerInfo : c10::DebugInfoBase {
   uint64_t id;
 };
 
-// The id is the thread's own (thread_local) and is also pushed as debug info
-// so it travels. Not while the profiler is on: PyTorch pops its
-// PROFILER_STATE at the end and requires it on top of the stack, so an entry
-// pushed above it would break the profiler's exit (seen: profiling a
-// DeferAndFuse region whose first recorded op is inside it). Then the id is
-// pushed by the first op after the profiler, the same id, so the thread's
-// pending graph stays one graph.
+// The id is pushed as debug info so that it travels into the autograd
+// engine's threads. PyTorch's profiler pops its PROFILER_STATE at the end
+// and requires it on top of the stack, so while it is on top our entry goes
+// under it (seen: profiling a DeferAndFuse region whose first recorded op is
+// inside it broke the profiler's exit). If some other entry is on top the id
+// is kept thread-local and pushed by a later op: the same id, so the
+// thread's pending graph stays one graph.
 uint64_t recording_owner() {
   if (auto* info = c10::ThreadLocalDebugInfo::get(kOwner)) return static_cast<OwnerInfo*>(info)->id;
   thread_local uint64_t t_id = 0;
   if (t_id == 0) t_id = g_next_owner++;
-  if (!c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE))
-    c10::ThreadLocalDebugInfo::_push(kOwner, std::make_shared<OwnerInfo>(t_id));  // stays for the thread's lifetime
+  auto owner = std::make_shared<OwnerInfo>(t_id);
+  if (!c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE)) {
+    c10::ThreadLocalDebugInfo::_push(kOwner, owner);  // stays for the thread's lifetime
+    return t_id;
+  }
+  std::shared_ptr<c10::DebugInfoBase> profiler;
+  try {
+    profiler = c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);  // checks before it pops
+  } catch (const c10::Error&) {
+    return t_id;  // the profiler's entry is not on top: leave the stack alone
+  }
+  c10::ThreadLocalDebugInfo::_push(kOwner, owner);
+  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, profiler);
   return t_id;
 }
 #else

@@ -206,7 +206,10 @@ std::vector<Value> sdpa_backward(LowerCtx& c) {
   std::vector<Value> r = {b.convert(dq, c.out(0).elem), b.convert(reduce_heads(b, a, dk), c.out(1).elem),
                           b.convert(reduce_heads(b, a, dv), c.out(2).elem)};
   const TensorType& tb = c.out(3);
-  if (c.wants(3) && c.has("attn_bias") && shlo::is_float(c.t("attn_bias").type.elem))
+  // only when autograd asks (a mask made from a bool one needs no gradient)
+  const std::vector<int64_t>& wanted = c.ints("grad_input_mask");
+  bool bias_grad = wanted.size() > 3 && wanted[3];
+  if (bias_grad && c.wants(3) && c.has("attn_bias") && shlo::is_float(c.t("attn_bias").type.elem))
     r.push_back(b.convert(to_bias_shape(b, ds, c.t("attn_bias").type), tb.elem));
   else
     r.push_back(b.constant(0, tb.elem, tb.dims));

@@ -834,10 +834,12 @@ def _index(rw, n):
 
 
 def _attention(rw, n):
-    """The fused SDPA (overrideable) op: padded keys get a -inf bias (a key
-    mask), padded queries are independent rows, narrowed away after. With a
-    causal mask over one padded length shared by queries and keys, a real
-    query never sees a padded key, so no mask is needed."""
+    """The fused SDPA (overrideable) op: padded keys and values are zeroed
+    (padding may hold anything, NaN included, and 0 * NaN would reach a real
+    row), padded keys get a -inf bias (a key mask, written over whatever the
+    bias's padding holds), padded queries are independent rows, narrowed
+    away after. With a causal mask over one padded length shared by queries
+    and keys, a real query never sees a padded key, so no bias is needed."""
     names = ["query", "key", "value", "attn_bias", "dropout_p", "is_causal", "return_debug_mask"]
     a = dict(zip(names, n.args))
     a.update(n.kwargs)
@@ -854,6 +856,11 @@ def _attention(rw, n):
         rw.fail(n, "keys and values padded differently")
     new_args = list(torch.fx.node.map_arg(n.args, lambda x: rw.env[x]))
     new_kwargs = dict(torch.fx.node.map_arg(n.kwargs, lambda x: rw.env[x]))
+    if not _is_exact(lk):
+        if not _is_pad(lk):
+            rw.fail(n, "merged padded keys")
+        new_args[1] = rw.neutral(n, k, [len(dk) - 2], 0)
+        new_args[2] = rw.neutral(n, v, [len(dv) - 2], 0)
     if bias is not None and rw._padded(bias):
         bd = rw.state[bias]
         out = list(dq[:-1]) + [lk]
@@ -861,29 +868,26 @@ def _attention(rw, n):
             if not _is_exact(bd[-i]) and bd[-i] != out[-i]:
                 rw.fail(n, "a bias padded unlike the scores")
     if not _is_exact(lk) and not (a.get("is_causal") and lq == lk):
-        if not _is_pad(lk):
-            rw.fail(n, "merged padded keys")
         sym = lk[0][1]
         dtype = n.args[0].meta["val"].dtype
-        zeros = rw.call(aten.zeros.default, [rw.sym_nodes[sym]], dtype=dtype, device=rw.device)
         positions = rw.call(aten.arange.default, rw.sym_nodes[sym], dtype=torch.int64, device=rw.device)
-        key_mask = rw.call(aten.masked_fill.Scalar, zeros,
-                           rw.call(aten.ge.Tensor, positions, rw.length(sym)), -math.inf)
+        outside = rw.call(aten.ge.Tensor, positions, rw.length(sym))  # [S]: a padded key
         if bias is None:
-            combined = key_mask
+            zeros = rw.call(aten.zeros.default, [rw.sym_nodes[sym]], dtype=dtype, device=rw.device)
+            combined = rw.call(aten.masked_fill.Scalar, zeros, outside, -math.inf)
         else:
             b_new = rw.env[bias]
             if bias.meta["val"].dtype == torch.bool:
                 b_new = rw.call(aten.masked_fill.Scalar, rw.call(aten.zeros_like.default, b_new, dtype=dtype),
                                 rw.call(aten.logical_not.default, b_new), -math.inf)
-            combined = rw.call(aten.add.Tensor, b_new, key_mask)
+            combined = rw.call(aten.where.ScalarSelf, outside, -math.inf, b_new)  # broadcasts a [.., 1] bias too
         if len(n.args) > 3:
             new_args[3] = combined
         else:
             new_kwargs["attn_bias"] = combined
     rw.env[n] = rw.g.call_function(n.target, tuple(new_args), new_kwargs)
     out = list(dq[:-1]) + [dv[-1]]
-    lse = list(dq[:-1])
+    lse = list(dq[:-1]) if len(dq) == 4 else [_exact(1)] + list(dq[:-1])  # 3-D: [1, H, L]
     size = ("sym", None)
     rw.state[n] = _Multi([out, lse, None, None, size if not _is_exact(lq) else None,
                           size if not _is_exact(lk) else None, [], [], None])
