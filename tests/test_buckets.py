@@ -311,3 +311,17 @@ def test_advanced_indexing_by_padded_index_tensors():
             mask[:, 0] = 1
             assert_same(f(x.to("tpu"), mask.to("tpu")), fn(x, mask), atol=1e-5, rtol=1e-5)
     assert tpu_compile.stats()["bucketed_graphs"] == 1, tpu_compile.bucket_refusals()
+
+
+def test_negative_indices_count_from_the_real_end():
+    # x[tensor([-2, 1, -3])] on a padded length: -2 is the real length minus 2,
+    # not the bucket's (fuzz seed 919 found the bucket's end read)
+    def f(x):
+        return x[torch.tensor([-2, -2, 1, -3], device=x.device)] * 2
+    g = torch.compile(f, backend="tpu")
+    for n in (3, 5, 6, 7):
+        x = torch.randn(n, generator=torch.Generator().manual_seed(n))
+        xt = x.to("tpu")
+        torch._dynamo.mark_dynamic(xt, 0)
+        assert_same(g(xt), f(x))
+    assert tpu_compile.stats()["bucketed_graphs"] >= 1, tpu_compile.bucket_refusals()

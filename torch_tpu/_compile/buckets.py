@@ -815,14 +815,20 @@ def _index(rw, n):
     if any(i is None for i in indices) or len(indices) > len(xd):
         rw.fail(n, "indexing with None or non-leading indices")
     safe, states = [], []
-    for i in indices:
+    for d, i in enumerate(indices):
         idims = rw.dims_of(n, i)
         if rw.state[i] and i.meta["val"].dtype == torch.bool:
             rw.fail(n, "a boolean mask index")
         padded = [k for k, dim in enumerate(idims) if not _is_exact(dim)]
         if any(not _is_pad(idims[k]) for k in padded):
             rw.fail(n, "merged padded indices")
-        safe.append(rw.neutral(n, i, padded, 0))
+        s = rw.neutral(n, i, padded, 0)
+        if not _is_exact(xd[d]):  # a negative index counts from the real end, not the bucket's
+            if not _is_pad(xd[d]):
+                rw.fail(n, "indexes a merged padded dimension")
+            wrapped = rw.call(aten.add.Tensor, s, rw.length(xd[d][0][1]))
+            s = rw.call(aten.where.self, rw.call(aten.lt.Scalar, s, 0), wrapped, s)
+        safe.append(s)
         states.append(i)
     out = rw.meta_dims(n)
     rest = list(xd[len(indices):])
