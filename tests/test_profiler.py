@@ -257,61 +257,63 @@ def test_schedule_cycles_and_backward_ops():
     assert not torch_tpu_trace_on()
 
 
+
+def _on_fresh_thread(work):
+    """Runs work() in DeferAndFuse on a new thread (whose first recorded op is
+    then inside work) and returns what it returned; its exception re-raised."""
+    from torch_tpu.execution_mode import EagerMode, eager_mode
+    result = {}
+
+    def run():
+        try:
+            with eager_mode(EagerMode.DEFER_AND_FUSE):
+                result["value"] = work()
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            result["error"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(timeout=120)
+    assert not t.is_alive()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
 def test_profiling_a_defer_region_whose_first_recorded_op_is_inside_it():
     # A thread's first DeferAndFuse record used to push the backend's
     # thread-local entry above the profiler's own, and the profiler's exit
     # raised "Expected debug info of type PROFILER_STATE". A new thread makes
     # the region hold that first record; the pending work runs at exit.
-    from torch_tpu.execution_mode import EagerMode, eager_mode
     x = torch.randn(8, 8)
-    result = {}
 
     def work():
-        try:
-            with eager_mode(EagerMode.DEFER_AND_FUSE):
-                xt = x.to("tpu")
-                with torch.profiler.profile() as prof:
-                    y = (xt @ xt).tanh()
-                result["names"] = {e.name for e in prof.events()}
-                result["y"] = y.cpu()
-                with torch.profiler.profile():  # and again, now that the thread has recorded
-                    (y + 1).sum().item()
-        except Exception as e:  # noqa: BLE001 - reported by the main thread
-            result["error"] = e
-    t = threading.Thread(target=work)
-    t.start()
-    t.join(timeout=120)
-    assert not t.is_alive()
-    assert "error" not in result, result.get("error")
-    assert "aten::mm" in result["names"]
-    torch.testing.assert_close(result["y"], (x @ x).tanh(), atol=1e-5, rtol=1e-5)
+        xt = x.to("tpu")
+        with torch.profiler.profile() as prof:
+            y = (xt @ xt).tanh()
+        names = {e.name for e in prof.events()}
+        with torch.profiler.profile():  # and again, now that the thread has recorded
+            (y + 1).sum().item()
+        return names, y.cpu()
+    names, y = _on_fresh_thread(work)
+    assert "aten::mm" in names
+    torch.testing.assert_close(y, (x @ x).tanh(), atol=1e-5, rtol=1e-5)
 
 
 def test_backward_inside_a_profiled_defer_region_on_a_fresh_thread():
     # The thread's owner goes under the profiler's entry, so the autograd
     # engine's thread records the backward into the same graph: gradients
     # equal CPU's, and the profiler exits cleanly.
-    from torch_tpu.execution_mode import EagerMode, eager_mode
     torch.manual_seed(0)
     m = torch.nn.Linear(8, 4)
     x = torch.randn(5, 8)
-    result = {}
 
     def work():
-        try:
-            with eager_mode(EagerMode.DEFER_AND_FUSE):
-                mt = torch.nn.Linear(8, 4)
-                mt.load_state_dict(m.state_dict())
-                mt.to("tpu")
-                with torch.profiler.profile():
-                    mt(x.to("tpu")).tanh().sum().backward()
-                result["grad"] = mt.weight.grad.cpu()
-        except Exception as e:  # noqa: BLE001 - reported by the main thread
-            result["error"] = e
-    t = threading.Thread(target=work)
-    t.start()
-    t.join(timeout=120)
-    assert not t.is_alive()
-    assert "error" not in result, result.get("error")
+        mt = torch.nn.Linear(8, 4)
+        mt.load_state_dict(m.state_dict())
+        mt.to("tpu")
+        with torch.profiler.profile():
+            mt(x.to("tpu")).tanh().sum().backward()
+        return mt.weight.grad.cpu()
+    grad = _on_fresh_thread(work)
     m(x).tanh().sum().backward()
-    torch.testing.assert_close(result["grad"], m.weight.grad, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(grad, m.weight.grad, atol=1e-5, rtol=1e-5)
