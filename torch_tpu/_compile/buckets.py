@@ -134,11 +134,15 @@ class _Rewriter:
     def length(self, sym):
         return self.len_nodes[sym]
 
+    def outside(self, sym):
+        """A [bucket] bool node: True at the padding positions of `sym`."""
+        positions = self.call(aten.arange.default, self.sym_nodes[sym], dtype=torch.int64, device=self.device)
+        return self.call(aten.ge.Tensor, positions, self.length(sym))
+
     def pad_mask(self, x_new, dims, d, fill):
         """x with the padding along its dimension d set to `fill`."""
         sym = dims[d][0][1]
-        positions = self.call(aten.arange.default, self.sym_nodes[sym], dtype=torch.int64, device=self.device)
-        outside = self.call(aten.ge.Tensor, positions, self.length(sym))
+        outside = self.outside(sym)
         shape = [1] * len(dims)
         shape[d] = self.sym_nodes[sym]
         outside = self.call(aten.view.default, outside, shape)
@@ -876,17 +880,15 @@ def _attention(rw, n):
     if not _is_exact(lk) and not (a.get("is_causal") and lq == lk):
         sym = lk[0][1]
         dtype = n.args[0].meta["val"].dtype
-        positions = rw.call(aten.arange.default, rw.sym_nodes[sym], dtype=torch.int64, device=rw.device)
-        outside = rw.call(aten.ge.Tensor, positions, rw.length(sym))  # [S]: a padded key
         if bias is None:
-            zeros = rw.call(aten.zeros.default, [rw.sym_nodes[sym]], dtype=dtype, device=rw.device)
-            combined = rw.call(aten.masked_fill.Scalar, zeros, outside, -math.inf)
+            b_new = rw.call(aten.zeros.default, [rw.sym_nodes[sym]], dtype=dtype, device=rw.device)
         else:
             b_new = rw.env[bias]
             if bias.meta["val"].dtype == torch.bool:
                 b_new = rw.call(aten.masked_fill.Scalar, rw.call(aten.zeros_like.default, b_new, dtype=dtype),
                                 rw.call(aten.logical_not.default, b_new), -math.inf)
-            combined = rw.call(aten.where.ScalarSelf, outside, -math.inf, b_new)  # broadcasts a [.., 1] bias too
+        # -inf at a padded key, over whatever the bias holds there (broadcasts a [.., 1] bias too)
+        combined = rw.call(aten.where.ScalarSelf, rw.outside(sym), -math.inf, b_new)
         if len(n.args) > 3:
             new_args[3] = combined
         else:
