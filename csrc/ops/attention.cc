@@ -126,9 +126,6 @@ Softmax softmax(Builder& b, const Attention& a, const Value& s, const std::vecto
   Value lse = b.select(empty, b.constant(INFINITY, a.acc, row_dims), b.add(m, b.unary("log", l_safe)));
   return {p, l_safe, lse};
 }
-Value logsumexp(Builder& b, const Attention& a, const Value& s, const std::vector<int64_t>& row_dims) {
-  return softmax(b, a, s, row_dims).lse;
-}
 
 double scale_of(LowerCtx& c, const Value& q) {
   return c.has("scale") ? c.d("scale") : 1.0 / std::sqrt(static_cast<double>(q.type.dims.back()));
@@ -140,20 +137,35 @@ void check_supported(LowerCtx& c, const char* op) {
                                         "its math backend on 'tpu')");
 }
 
-std::vector<Value> sdpa_forward(LowerCtx& c) {
-  const char* op = "_scaled_dot_product_fused_attention_overrideable";
+// What the forward and the backward both start from: q, k, v in the
+// accumulation type (k and v widened to the query heads), the masked scores.
+struct Operands {
+  Attention a;
+  double scale;
+  Value q, k, v, s;
+  std::vector<int64_t> row_dims;  // the scores' dims without the key dimension
+};
+Operands operands(LowerCtx& c, const char* op) {
   check_supported(c, op);
-  if (c.flag("return_debug_mask")) throw Unsupported(std::string(op) + " with return_debug_mask=True");
   Builder& b = c.b;
   const Value &q0 = c.t("query"), &k0 = c.t("key"), &v0 = c.t("value");
-  Attention a = setup(c, q0, k0, v0, op);
-  Value q = b.convert(q0, a.acc), k = expand_heads(b, a, b.convert(k0, a.acc)),
-        v = expand_heads(b, a, b.convert(v0, a.acc));
-  Value s = scores(c, a, q, k, "attn_bias", c.flag("is_causal"), scale_of(c, q0));
-  const std::vector<int64_t>& sd = s.type.dims;
-  std::vector<int64_t> row_dims(sd.begin(), sd.end() - 1);
-  Softmax sm = softmax(b, a, s, row_dims);
-  Value o = b.dot_general(sm.p, v, a.batch, a.batch, {a.rank - 1}, {a.rank - 2}, a.acc, a.precision);
+  Operands o{setup(c, q0, k0, v0, op), scale_of(c, q0), {}, {}, {}, {}, {}};
+  o.q = b.convert(q0, o.a.acc);
+  o.k = expand_heads(b, o.a, b.convert(k0, o.a.acc));
+  o.v = expand_heads(b, o.a, b.convert(v0, o.a.acc));
+  o.s = scores(c, o.a, o.q, o.k, "attn_bias", c.flag("is_causal"), o.scale);
+  o.row_dims.assign(o.s.type.dims.begin(), o.s.type.dims.end() - 1);
+  return o;
+}
+
+std::vector<Value> sdpa_forward(LowerCtx& c) {
+  const char* op = "_scaled_dot_product_fused_attention_overrideable";
+  Builder& b = c.b;
+  Operands in = operands(c, op);
+  if (c.flag("return_debug_mask")) throw Unsupported(std::string(op) + " with return_debug_mask=True");
+  const Attention& a = in.a;
+  Softmax sm = softmax(b, a, in.s, in.row_dims);
+  Value o = b.dot_general(sm.p, in.v, a.batch, a.batch, {a.rank - 1}, {a.rank - 2}, a.acc, a.precision);
   o = b.div(o, rows(b, sm.l_safe, o.type.dims));
   Value lse = sm.lse;
   std::vector<Value> r;
@@ -177,22 +189,17 @@ Value to_bias_shape(Builder& b, const Value& g, const TensorType& bias) {
 }
 
 std::vector<Value> sdpa_backward(LowerCtx& c) {
-  const char* op = "_scaled_dot_product_fused_attention_overrideable_backward";
-  check_supported(c, op);
   Builder& b = c.b;
-  const Value &q0 = c.t("query"), &k0 = c.t("key"), &v0 = c.t("value");
-  Attention a = setup(c, q0, k0, v0, op);
-  double scale = scale_of(c, q0);
-  Value q = b.convert(q0, a.acc), k = expand_heads(b, a, b.convert(k0, a.acc)),
-        v = expand_heads(b, a, b.convert(v0, a.acc));
-  Value dout = b.convert(c.t("grad_out"), a.acc), out = b.convert(c.t("out"), a.acc);
-  Value s = scores(c, a, q, k, "attn_bias", c.flag("is_causal"), scale);
+  Operands in = operands(c, "_scaled_dot_product_fused_attention_overrideable_backward");
+  const Attention& a = in.a;
+  const double scale = in.scale;
+  const Value &q = in.q, &k = in.k, &v = in.v, &s = in.s;
   const std::vector<int64_t>& sd = s.type.dims;
-  std::vector<int64_t> row_dims(sd.begin(), sd.end() - 1);
+  Value dout = b.convert(c.t("grad_out"), a.acc), out = b.convert(c.t("out"), a.acc);
   // The saved logsumexp is f32 (the meta function's dtype): f64 recomputes
   // it from the scores rather than lose half its digits.
-  Value lse = a.acc == ElemType::F64 ? logsumexp(b, a, s, row_dims)
-                                     : b.reshape(b.convert(c.t("logsumexp"), a.acc), row_dims);
+  Value lse = a.acc == ElemType::F64 ? softmax(b, a, s, in.row_dims).lse
+                                     : b.reshape(b.convert(c.t("logsumexp"), a.acc), in.row_dims);
   Value p = b.unary("exponential", b.sub(s, rows(b, lse, sd)));  // 0 on masked rows (lse = +inf)
   const int64_t L = a.rank - 2, S = a.rank - 1;
   Value dv = b.dot_general(p, dout, a.batch, a.batch, {L}, {L}, a.acc, a.precision);
