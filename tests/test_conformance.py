@@ -67,3 +67,26 @@ def test_opinfo_forward_float32(name, ops):
     assert entry["failed"] == 0, (f"{entry['failed']} sample(s) failed, first "
                                   f"({entry['kind']}): {entry['error']}")
     assert entry["passed"] > 0, f"no sample compared: {entry['skip_reason']}"
+
+
+# Every elementwise OpInfo (unary and binary ufuncs) on PyTorch's small, large and
+# extremal (inf, -inf, NaN) value samples, float32, against CPU. The failures CPU's own
+# kernels explain are listed, with the reason, in the file's "extremal" section.
+_EXTREMAL_EXPECTED = conformance.load_expected().get("extremal", {}).get("float32", {})
+
+
+def _ufunc_params():
+    for op in conformance.load_op_db():
+        if conformance.is_ufunc(op):
+            marks = ()
+            if op.full_name in _EXTREMAL_EXPECTED:
+                marks = pytest.mark.xfail(reason=_EXTREMAL_EXPECTED[op.full_name], strict=True)
+            yield pytest.param(op.full_name, marks=marks, id=op.full_name)
+
+
+@pytest.mark.parametrize("name", list(_ufunc_params()))
+def test_opinfo_extremal_values_float32(name, ops):
+    entry = conformance.run_unit(ops[name], "float32", "extremal", device=DEV)
+    assert entry["failed"] == 0, (f"{entry['failed']} sample(s) failed, first "
+                                  f"({entry['kind']}): {entry['error']}")
+    assert entry["passed"] > 0 or entry["skip_reason"], "no sample compared"

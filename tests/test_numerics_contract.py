@@ -844,3 +844,74 @@ def test_complex_prod_special_values_like_cpu(x, dim):
     ref, got = torch.view_as_real(f(x)), torch.view_as_real(f(x.to("tpu")).cpu())
     assert torch.equal(ref.isnan(), got.isnan()), (ref, got)
     torch.testing.assert_close(got.nan_to_num(), ref.nan_to_num(), rtol=1e-6, atol=0)
+
+
+# ==========================================================================
+# Found by OpInfo's small/large/extremal value samples
+# (python tools/conformance.py --only-extremal)
+# ==========================================================================
+
+_EXTREMES = torch.tensor([NAN, INF, -INF, 0.0, -0.0, 0.5, -0.5, 2.0, -2.0, 3.0])
+
+
+def _maybe_compiled(fn, compiled):
+    return torch.compile(fn, backend="tpu", dynamic=False) if compiled and DEV == "tpu" else fn
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("fn", [F.hardshrink, F.softshrink, lambda t: F.softshrink(t, 2.0)],
+                         ids=["hardshrink", "softshrink", "softshrink_2"])
+def test_shrinks_propagate_nan(fn, compiled):
+    check(_maybe_compiled(fn, compiled), _EXTREMES)
+    check(fn, _EXTREMES.clone().requires_grad_(), grad=True)  # the backward passes a NaN's gradient
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("fn", [torch.i0, torch.special.i1, torch.special.modified_bessel_i0,
+                                torch.special.modified_bessel_i1, torch.special.i0e, torch.special.i1e],
+                         ids=["i0", "i1", "modified_i0", "modified_i1", "i0e", "i1e"])
+def test_bessel_i_at_infinity_like_cpu(fn, compiled):
+    # CPU's I0/I1 kernels are NaN at +-inf (their expansion divides inf by inf); the scaled ones are not
+    check(_maybe_compiled(fn, compiled), _EXTREMES, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_zeta_domain_and_poles_like_cpu(compiled):
+    x = torch.tensor([1.0, 0.5, 0.0, -1.0, 2.0, 2.0, 2.0, 2.5, 2.0, 3.0, NAN, 2.0, 4.0])
+    q = torch.tensor([2.0, 2.0, 1.0, 1.0, 0.0, -3.0, -INF, -1.5, 1.5, INF, 1.0, NAN, 0.25])
+    check(_maybe_compiled(torch.special.zeta, compiled), x, q, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_polygamma_poles_like_cpu(n, compiled):
+    x = torch.tensor([-INF, -3.0, -1.0, -0.0, 0.0, 1.5, -1.5, 4.0, INF, NAN])
+    check(_maybe_compiled(lambda t: torch.polygamma(n, t), compiled), x, atol=1e-4, rtol=1e-4)
+
+
+_POLYS = [torch.special.chebyshev_polynomial_t, torch.special.chebyshev_polynomial_u,
+          torch.special.chebyshev_polynomial_v, torch.special.chebyshev_polynomial_w,
+          torch.special.hermite_polynomial_h, torch.special.hermite_polynomial_he,
+          torch.special.laguerre_polynomial_l, torch.special.legendre_polynomial_p,
+          torch.special.shifted_chebyshev_polynomial_t]
+
+
+@pytest.mark.parametrize("fn", _POLYS, ids=lambda f: f.__name__)
+def test_orthogonal_polynomials_of_huge_degree_finish_like_cpu(fn):
+    # The recurrence used to run to the largest degree of the batch (up to 1e18 steps: a hang).
+    # CPU stops an element once its value is NaN (overflow: inf - inf) and casts the degree to
+    # int64, so a degree beyond int64 (or NaN) counts as negative: 0.
+    x = torch.tensor([501.0, -1001.2, 13437.7, 4988429.0, 1e20, 3.0, 0.25, -0.5, 1.0, -1.0, NAN])
+    for n in (1e20, 4988429.0, 10701.0, 1001.0, 7.0, 0.0, -3.0, NAN, 3e19):
+        check(fn, x, torch.full_like(x, n), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("fn", [lambda t: t.bool(), torch.logical_not, lambda t: torch.logical_and(t, t),
+                                lambda t: t.any(), lambda t: t.all(), lambda t: t.to(torch.bool) == 0],
+                         ids=["bool", "logical_not", "logical_and", "any", "all", "to_bool_eq"])
+def test_complex_to_bool_looks_at_both_parts(fn, compiled):
+    # complex -> bool is "!= 0": a value with a zero real part and a nonzero imaginary part is True
+    z = torch.tensor([-0.001j, 0j, complex(NAN, 0), 1 + 0j, complex(0, NAN), complex(-0.0, 0.0), 2j])
+    check(_maybe_compiled(fn, compiled), z)
+    check(_maybe_compiled(fn, compiled), z[:1])

@@ -111,7 +111,11 @@ TOLERANCES = {
     "bool": {"forward": (0, 0), "grad": (0, 0)},
 }
 
-MODES = ("forward", "grad", "errors")
+MODES = ("forward", "grad", "errors", "extremal")
+
+#: OpInfo's value generators for elementwise ops (the samples of PyTorch's
+#: test_reference_numerics_{small,large,extremal}): mode "extremal" runs them all
+_VALUE_KINDS = ("small", "large", "extremal")
 
 # --------------------------------------------------------------------------
 # Op selection
@@ -447,7 +451,7 @@ def _cotangent(t, seed):
     return torch.randn(t.shape, dtype=t.dtype, generator=g)
 
 
-def _forward_sample(op, sample, device, rtol, atol, random, mask=None):
+def _forward_sample(op, sample, device, rtol, atol, random, mask=None, nan_alike=False):
     """Returns None (pass), 'skip:<why>' or raises _Failure(kind, message)."""
     try:
         dev_in, dev_args, dev_kwargs = move_sample(sample, device, keep_grad=False,
@@ -465,7 +469,10 @@ def _forward_sample(op, sample, device, rtol, atol, random, mask=None):
         raise _Failure(_classify(e), _short(e))
     random_sample = not random and is_random_sample(op, sample)
     try:
-        compare(actual, expected, rtol, atol, values=not (random or random_sample))
+        if nan_alike and not random:
+            _compare_complex_extremes(actual, expected, rtol, atol)
+        else:
+            compare(actual, expected, rtol, atol, values=not (random or random_sample))
     except AssertionError as e:
         raise _Failure("mismatch", str(e)[:ERROR_CHARS])
     if random_sample:
@@ -595,6 +602,53 @@ def _error_input_unit(op, entry, sample_limit, device):
     return entry
 
 
+def is_ufunc(op) -> bool:
+    """Elementwise unary or binary OpInfos: the ops with small/large/extremal value samples."""
+    from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
+    return isinstance(op, (UnaryUfuncInfo, BinaryUfuncInfo))
+
+
+def value_samples(op, dtype):
+    """Small, large and extremal (inf, -inf, nan) value samples of an elementwise OpInfo,
+    from PyTorch's own generators; kinds a dtype has none of (ints: extremal) are left out."""
+    from torch.testing._internal.opinfo import core
+    arity = "unary" if isinstance(op, core.UnaryUfuncInfo) else "binary"
+    samples = []
+    for kind in _VALUE_KINDS:
+        gen = getattr(core, f"generate_elementwise_{arity}_{kind}_value_tensors")
+        try:
+            samples += list(gen(op, device="cpu", dtype=dtype, requires_grad=False))
+        except ValueError:  # "Unsupported dtype!": no such values for this dtype
+            continue
+    return samples
+
+
+def _compare_complex_extremes(actual, expected, rtol, atol):
+    """compare() that holds complex infinities and NaNs: finite elements stay complex
+    (compared by magnitude, as assert_close does); an element with a non-finite part
+    is compared part by part (the complex difference of two infinities is NaN), a
+    NaN part counting as NaN whatever the other part (CPU's own kernels differ
+    there: nan+0j from one path, nan+nanj from another)."""
+    import torch
+    if isinstance(expected, torch.Tensor) and expected.is_complex() and isinstance(actual, torch.Tensor) \
+            and actual.is_complex() and actual.shape == expected.shape:
+        a, e = actual.reshape(-1), expected.reshape(-1)
+        fin = torch.isfinite(a) & torch.isfinite(e)
+        compare(a[fin], e[fin], rtol, atol, path="out[finite]")
+        nan = complex(math.nan, math.nan)
+
+        def parts(t):
+            t = t[~fin]
+            return torch.view_as_real(torch.where(torch.isnan(t), torch.full_like(t, nan), t))
+        compare(parts(a), parts(e), rtol, atol, path="out[non-finite]")
+        return
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)) and len(actual) == len(expected):
+        for x, y in zip(actual, expected):
+            _compare_complex_extremes(x, y, rtol, atol)
+        return
+    compare(actual, expected, rtol, atol)
+
+
 def run_unit(op, dtype_name, mode, sample_limit=DEFAULT_SAMPLE_LIMIT, device="tpu"):
     """Run one (op, dtype, mode) and return its report entry."""
     import torch
@@ -606,7 +660,10 @@ def run_unit(op, dtype_name, mode, sample_limit=DEFAULT_SAMPLE_LIMIT, device="tp
         entry = _error_input_unit(op, entry, sample_limit, device)
         entry["seconds"] = round(time.perf_counter() - t0, 3)
         return entry
-    if mode == "forward":
+    if mode == "extremal" and not is_ufunc(op):
+        entry["skip_reason"] = "not an elementwise OpInfo: no small/large/extremal samples"
+        return entry
+    if mode in ("forward", "extremal"):
         if not op.supports_dtype(dtype, "cpu"):
             entry["skip_reason"] = f"{dtype_name} not supported by the op on CPU"
             return entry
@@ -621,25 +678,29 @@ def run_unit(op, dtype_name, mode, sample_limit=DEFAULT_SAMPLE_LIMIT, device="tp
         if dtype not in op.supported_backward_dtypes("cpu"):
             entry["skip_reason"] = f"{dtype_name} backward not supported on CPU"
             return entry
-    rtol, atol = TOLERANCES.get(dtype_name, TOLERANCES["float32"])[mode]
+    rtol, atol = TOLERANCES.get(dtype_name, TOLERANCES["float32"])["grad" if mode == "grad" else "forward"]
     torch.manual_seed(0)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            gen = op.sample_inputs("cpu", dtype, requires_grad=(mode == "grad"))
-            samples = list(itertools.islice(gen, sample_limit or None))
+            if mode == "extremal":  # a handful of samples: all of them
+                samples = value_samples(op, dtype)
+            else:
+                gen = op.sample_inputs("cpu", dtype, requires_grad=(mode == "grad"))
+                samples = list(itertools.islice(gen, sample_limit or None))
     except Exception as e:
         entry["skip_reason"] = f"sample generation failed: {_short(e)[:200]}"
         return entry
-    masks = ([None] * len(samples) if device == "cpu"
+    masks = ([None] * len(samples) if device == "cpu" or mode == "extremal"
              else cpu_masks(op, dtype, mode == "grad", samples))
     host_before = _host_calls(device)
     for i, (sample, mask) in enumerate(zip(samples, masks)):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                if mode == "forward":
-                    res = _forward_sample(op, sample, device, rtol, atol, random, mask)
+                if mode in ("forward", "extremal"):
+                    res = _forward_sample(op, sample, device, rtol, atol, random, mask,
+                                          nan_alike=mode == "extremal")
                 else:
                     res = _grad_sample(op, sample, device, rtol, atol, 1000 + i, mask)
         except _Failure as f:
@@ -883,7 +944,8 @@ def _fmt(s):
 
 def summary_lines(report):
     lines = []
-    for dt in [] if report["settings"].get("only_errors") else report["settings"]["dtypes"]:
+    only = report["settings"].get("only_errors") or report["settings"].get("only_extremal")
+    for dt in [] if only else report["settings"]["dtypes"]:
         fwd = summarize(report, dt, "forward")
         line = f"conformance {dt} forward: {_fmt(fwd)}"
         if fwd["random_total"]:
@@ -894,6 +956,10 @@ def summary_lines(report):
         else:
             line += "; gradients: not run (--grad)"
         lines.append(line)
+    if report["settings"].get("extremal"):
+        for dt in report["settings"]["dtypes"]:
+            lines.append(f"conformance {dt} small/large/extremal values: "
+                         f"{_fmt(summarize(report, dt, 'extremal'))}")
     if report["settings"].get("errors"):
         s = summarize(report, report["settings"]["dtypes"][0], "errors")
         lines.append(f"conformance error inputs: {s['ops_pass']}/{s['ops_total']} ops raise as CPU does "
@@ -1014,6 +1080,9 @@ def main(argv=None):
     p.add_argument("--errors", action="store_true",
                    help="also run OpInfo's error inputs: the same exception type and message as CPU")
     p.add_argument("--only-errors", action="store_true", help="run the error inputs alone")
+    p.add_argument("--extremal", action="store_true",
+                   help="also run the small/large/extremal (inf, nan) value samples of elementwise ops")
+    p.add_argument("--only-extremal", action="store_true", help="run the value samples alone")
     p.add_argument("--shard", help="K/N: run the K-th of N interleaved shards of the ops")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="JSON report path")
     p.add_argument("--update-expected", action="store_true",
@@ -1048,8 +1117,12 @@ def main(argv=None):
     op_db = load_op_db()
     ops = op_index(op_db)
     names = select_ops(op_db, args)
-    modes = [] if args.only_errors else ["forward"] + (["grad"] if args.grad else [])
-    units = [(n, d, m) for n in names for d in dtypes for m in modes]
+    modes = ([] if args.only_errors or args.only_extremal
+             else ["forward"] + (["grad"] if args.grad else []))
+    if args.extremal or args.only_extremal:
+        modes.append("extremal")
+    units = [(n, d, m) for n in names for d in dtypes for m in modes
+             if m != "extremal" or is_ufunc(ops[n])]
     if args.errors or args.only_errors:  # error inputs take no dtype: once, under the first
         units += [(n, dtypes[0], "errors") for n in names]
     if not args.quiet:
@@ -1060,7 +1133,9 @@ def main(argv=None):
     report = {
         "settings": {"dtypes": dtypes, "grad": args.grad, "errors": args.errors or args.only_errors, "sample_limit": args.sample_limit,
                      "ops": args.ops, "shard": args.shard, "device": args.device,
-                     "only_errors": args.only_errors},
+                     "only_errors": args.only_errors,
+                     "extremal": args.extremal or args.only_extremal,
+                     "only_extremal": args.only_extremal},
         "ops": {},
     }
     for n in names:

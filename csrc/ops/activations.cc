@@ -204,21 +204,22 @@ std::vector<Value> hardswish_backward(LowerCtx& c) {
 
 template <bool Soft>
 std::vector<Value> shrink(LowerCtx& c) {
-  // hardshrink: x where |x| > l else 0; softshrink: x -/+ l outside [-l, l]
+  // hardshrink: 0 on [-l, l] else x; softshrink: x -/+ l outside [-l, l]
+  // (a NaN lies outside: it propagates, as on CPU)
   Builder& b = c.b;
   Value x = x0(c);
   Value l = c.scalar_like(1, x);
-  Value out = b.compare(Compare::GT, b.unary("abs", x), l);
+  Value in = b.compare(Compare::LE, b.unary("abs", x), l);
   Value v = Soft ? b.sub(x, b.mul(b.unary("sign", x), l)) : x;
-  return as_out(c, b.select(out, v, k(b, 0, x)));
+  return as_out(c, b.select(in, k(b, 0, x), v));
 }
 
 std::vector<Value> shrink_backward(LowerCtx& c) {
   // hardshrink_backward / softshrink_backward(grad_out, self, lambd): same mask
   Builder& b = c.b;
   Value g = ew_in(c, 0, float_compute(c)), x = ew_in(c, 1, float_compute(c));
-  Value out = b.compare(Compare::GT, b.unary("abs", x), c.scalar_like(2, x));
-  return as_out(c, b.select(out, g, k(b, 0, g)));
+  Value in = b.compare(Compare::LE, b.unary("abs", x), c.scalar_like(2, x));
+  return as_out(c, b.select(in, k(b, 0, g), g));
 }
 
 std::vector<Value> softplus_op(LowerCtx& c) {

@@ -121,7 +121,8 @@ Value bessel_i(Builder& b, const Value& x, int nu, bool scaled) {
   if (!scaled) l = b.select(isinf(b, big), big, b.mul(l, exp(b, big)));
   Value r = b.select(cmp(b, Compare::LE, ax, cut), s, l);
   if (nu == 1) r = b.mul(r, b.unary("sign", x));
-  return r;
+  // CPU's I0 and I1 are NaN at +-inf (its expansion divides inf by inf); the scaled ones are not
+  return scaled ? r : where(b, isinf(b, x), kNaN, r);
 }
 
 Value bessel_k(Builder& b, const Value& x, int nu, bool scaled) {
@@ -356,14 +357,19 @@ Value entr_(Builder& b, const Value& x) {
 }
 
 // Three-term recurrence Y_{k+1} = (a(k) x + b(k)) Y_k - c(k) Y_{k-1} from
-// Y_0 = 1 and Y_1 = y1(x), run in a stablehlo.while up to the largest
-// (truncated) degree n of the batch; each element keeps its own Y_n.
+// Y_0 = 1 and Y_1 = y1(x), run in a stablehlo.while in x's type (as CPU runs
+// it in the tensor's type, so overflow gives CPU's inf and NaN) with an f64
+// degree n and counter. Each element keeps its own Y_n and stops, as CPU's
+// loop does, at its degree or when Y_k is NaN; the loop ends when every
+// element has stopped or at max_degree.
 enum class Family { ChebT, ChebU, ChebV, ChebW, HermiteH, HermiteHe, Laguerre, Legendre };
 
-// Elements where `closed` holds take no part in the loop bound.
+// Elements where `closed` holds take no part in the loop.
 Value recurrence(Builder& b, Family f, const Value& x, const Value& n, double max_degree, const Value* closed) {
-  TensorType full = x.type, scal{F64, {}};
+  TensorType full = x.type;
   auto bc = [&](const Value& s) { return b.broadcast_in_dim(s, full.dims, {}); };
+  std::vector<int64_t> all(full.rank());
+  for (int i = 0; i < full.rank(); ++i) all[i] = i;
   Value y1;
   switch (f) {
     case Family::ChebT: case Family::HermiteHe: case Family::Legendre: y1 = x; break;
@@ -372,13 +378,9 @@ Value recurrence(Builder& b, Family f, const Value& x, const Value& n, double ma
     case Family::ChebW: y1 = b.add(b.add(x, x), k(b, 1, x)); break;
     case Family::Laguerre: y1 = b.sub(k(b, 1, x), x); break;
   }
-  Value kmax = b.reduce(closed ? b.select(*closed, k(b, 0, n), n) : n, b.constant(0, F64), [&] {
-    std::vector<int64_t> d(full.rank());
-    for (int i = 0; i < full.rank(); ++i) d[i] = i;
-    return d;
-  }(), shlo::Reducer::Max);
-  kmax = b.min(kmax, b.constant(max_degree, F64));
-  std::vector<Value> init{x, n, b.constant(1, F64, full.dims), y1, b.constant(1, F64), kmax};
+  Value nl = closed ? b.select(*closed, k(b, 0, n), n) : n;
+  Value kmax = b.min(b.reduce(nl, b.constant(0, F64), all, shlo::Reducer::Max), b.constant(max_degree, F64));
+  std::vector<Value> init{x, nl, b.constant(1, full.elem, full.dims), y1, b.constant(1, F64), kmax};
   std::vector<TensorType> types;
   for (auto& v : init) types.push_back(v.type);
   auto block = [&](std::vector<Value>& args) {
@@ -397,11 +399,16 @@ Value recurrence(Builder& b, Family f, const Value& x, const Value& n, double ma
     }
     return s + ") : (" + t + ") -> ()\n  }";
   };
-  // condition: k < kmax
+  // an element runs while k < n and Y_k is not NaN
+  auto running = [&](const Value& kk, const Value& nn, const Value& q) {
+    return both(b, b.compare(Compare::LT, kk, nn), b.compare(Compare::EQ, q, q));
+  };
+  // condition: k < kmax and some element still runs
   std::vector<Value> ca;
   std::string cond = block(ca);
   std::string saved = b.swap_body("");
-  Value go = b.compare(Compare::LT, ca[4], ca[5]);
+  Value any = b.reduce(running(bc(ca[4]), ca[1], ca[3]), b.constant_int(0, ElemType::Pred), all, shlo::Reducer::Or);
+  Value go = both(b, b.compare(Compare::LT, ca[4], ca[5]), any);
   cond += b.swap_body(saved) + ret({go});
   // body
   std::vector<Value> ba;
@@ -409,19 +416,23 @@ Value recurrence(Builder& b, Family f, const Value& x, const Value& n, double ma
   saved = b.swap_body("");
   {
     const Value &xx = ba[0], &nn = ba[1], &p = ba[2], &q = ba[3], &ks = ba[4];
-    Value kk = bc(ks);
+    Value kd = bc(ks), kk = b.convert(kd, full.elem);
     Value one = k(b, 1, xx), kp1 = b.add(kk, one), two_k1 = b.add(b.add(kk, kk), one);
-    Value A, C;  // Y_{k+1} = A Y_k - C Y_{k-1}
+    // Y_{k+1} in CPU's order of operations (over millions of steps in f32 any other
+    // rounding drifts apart): Laguerre ((2k + (1 - x)) Y_k - k Y_{k-1}) / (k + 1),
+    // Legendre ((2k + 1) x Y_k - k Y_{k-1}) / (k + 1), the others A Y_k - C Y_{k-1}
+    Value r;
     switch (f) {
       case Family::ChebT: case Family::ChebU: case Family::ChebV: case Family::ChebW:
-        A = b.add(xx, xx); C = one; break;
-      case Family::HermiteH: A = b.add(xx, xx); C = b.add(kk, kk); break;
-      case Family::HermiteHe: A = xx; C = kk; break;
-      case Family::Laguerre: A = b.div(b.sub(two_k1, xx), kp1); C = b.div(kk, kp1); break;
-      case Family::Legendre: A = b.div(b.mul(two_k1, xx), kp1); C = b.div(kk, kp1); break;
+        r = b.sub(b.mul(b.add(xx, xx), q), p); break;
+      case Family::HermiteH: r = b.sub(b.mul(b.add(xx, xx), q), b.mul(b.add(kk, kk), p)); break;
+      case Family::HermiteHe: r = b.sub(b.mul(xx, q), b.mul(kk, p)); break;
+      case Family::Laguerre:
+        r = b.div(b.sub(b.mul(b.add(b.add(kk, kk), b.sub(one, xx)), q), b.mul(kk, p)), kp1); break;
+      case Family::Legendre:
+        r = b.div(b.sub(b.mul(b.mul(two_k1, xx), q), b.mul(kk, p)), kp1); break;
     }
-    Value r = b.sub(b.mul(A, q), b.mul(C, p));
-    Value active = b.compare(Compare::LT, kk, nn);
+    Value active = running(kd, nn, q);
     Value np = b.select(active, q, p), nq = b.select(active, r, q);
     Value nk = b.add(ks, b.constant(1, F64));
     body += b.swap_body(saved) + ret({xx, nn, np, nq, nk, ba[5]});
@@ -434,10 +445,14 @@ Value recurrence(Builder& b, Family f, const Value& x, const Value& n, double ma
 
 template <Family F, bool Shifted>
 std::vector<Value> orth_poly(LowerCtx& c) {
-  // (x, n): n truncated toward zero; degree < 0 gives 0
+  // (x, n): n truncated toward zero; degree < 0 gives 0. x's arithmetic runs
+  // in the result type (f32 for f32 and integer inputs), as on CPU.
   Builder& b = c.b;
-  Value x = in64(c, 0), n = in64(c, 1);
+  ElemType ft = c.out().elem == F64 ? F64 : ElemType::F32;
+  Value x = ew_in(c, 0, ft), n = in64(c, 1);
   Value nt = b.select(cmp(b, Compare::LT, n, 0), b.unary("ceil", n), b.unary("floor", n));
+  // CPU casts n to int64: a NaN or a degree outside int64's range becomes INT64_MIN (x86), a negative degree
+  nt = where(b, b.unary("not", cmp(b, Compare::LT, abs(b, n), 9223372036854775808.0)), -1, nt);
   if (Shifted) x = b.sub(b.add(x, x), k(b, 1, x));
   double limit = 1e18;
   bool hermite = F == Family::HermiteH || F == Family::HermiteHe;
@@ -449,7 +464,8 @@ std::vector<Value> orth_poly(LowerCtx& c) {
   if (cheb) {
     // |x| < 1, x = cos(t): T_n = cos(n t), U_n = sin((n+1) t) / sin t,
     // V_n = cos((n+1/2) t) / cos(t/2), W_n = sin((n+1/2) t) / sin(t/2)
-    Value t = b.binary("atan2", sqrt(b, b.sub(k(b, 1, x), b.mul(x, x))), x);
+    Value t = b.binary("atan2", sqrt(b, b.mul(b.sub(k(b, 1, x), x), b.add(k(b, 1, x), x))), x);
+    nt = b.convert(nt, ft);
     Value cf;
     switch (F) {
       case Family::ChebT: cf = b.unary("cosine", b.mul(nt, t)); break;
@@ -579,7 +595,24 @@ std::vector<Value> polygamma(LowerCtx& c) {
   Value px = b.mul(x, k(b, M_PI, x));
   Value cot = b.div(b.unary("cosine", px), b.unary("sine", px));
   Value refl = b.sub(n % 2 ? neg(b, direct) : direct, b.mul(k(b, std::pow(M_PI, n + 1), x), poly(b, pc, cot)));
-  return as_out(c, b.select(pos, direct, refl));
+  Value r = b.select(pos, direct, refl);
+  // n >= 2: CPU computes (-1)^(n+1) n! zeta(n + 1, x), infinite at x = 0, -1, -2, ... and -inf
+  if (n >= 2) {
+    Value pole = both(b, cmp(b, Compare::LE, x, 0), b.compare(Compare::EQ, b.unary("floor", x), x));
+    r = where(b, pole, n % 2 ? kInf : -kInf, r);
+  }
+  return as_out(c, r);
+}
+
+// CPU's (Cephes') rules around the series, in its order: x = 1 -> inf; x < 1 -> NaN;
+// q a non-positive integer (-inf too) -> inf (a pole); other q <= 0 with x not an integer -> NaN.
+Value zeta_edges(Builder& b, const Value& x, const Value& q, const Value& r) {
+  Value qneg = cmp(b, Compare::LE, q, 0);
+  Value qint = b.compare(Compare::EQ, b.unary("floor", q), q);  // -inf included
+  Value v = where(b, both(b, qneg, both(b, b.unary("not", qint), b.compare(Compare::NE, b.unary("floor", x), x))), kNaN, r);
+  v = where(b, both(b, qneg, qint), kInf, v);
+  v = where(b, cmp(b, Compare::LT, x, 1), kNaN, v);
+  return where(b, cmp(b, Compare::EQ, x, 1), kInf, v);
 }
 
 std::vector<Value> zeta(LowerCtx& c) {
@@ -587,8 +620,7 @@ std::vector<Value> zeta(LowerCtx& c) {
   Builder& b = c.b;
   Value x = in64(c, 0), q = in64(c, 1);
   Value r = b.op("chlo.zeta", {x, q}, x.type);
-  // poles at q = 0, -1, -2, ...
-  return as_out(c, where(b, both(b, is_int(b, q), cmp(b, Compare::LE, q, 0)), kInf, r));
+  return as_out(c, zeta_edges(b, x, q, r));
 }
 
 std::vector<Value> nextafter(LowerCtx& c) {

@@ -271,12 +271,13 @@ Value Builder::convert(const Value& x, ElemType to) {
     return bitcast(concatenate({half("real"), half("imag")}, rank), r);
   }
   if (is_complex(x.type.elem) && !is_complex(to)) {
-    // PyTorch casts complex to real by dropping the imaginary part (and to
-    // bool by "!= 0", handled below on the complex value).
-    if (to != ElemType::Pred) {
-      ElemType part = part_type(x.type.elem);
-      return convert(op("real", {x}, TensorType{part, x.type.dims}), to);
-    }
+    // PyTorch casts complex to real by dropping the imaginary part, and to
+    // bool by "!= 0": either part nonzero (NaN included).
+    ElemType part = part_type(x.type.elem);
+    Value re = op("real", {x}, TensorType{part, x.type.dims});
+    if (to != ElemType::Pred) return convert(re, to);
+    Value im = op("imag", {x}, TensorType{part, x.type.dims});
+    return op("or", {convert(re, to), convert(im, to)}, r);
   }
   if (to == ElemType::Pred && !is_complex(x.type.elem)) {
     // XLA converts to PRED by truncation for some types; PyTorch means "!= 0".
