@@ -325,3 +325,29 @@ def test_negative_indices_count_from_the_real_end():
         torch._dynamo.mark_dynamic(xt, 0)
         assert_same(g(xt), f(x))
     assert tpu_compile.stats()["bucketed_graphs"] >= 1, tpu_compile.bucket_refusals()
+
+
+@pytest.mark.parametrize("view,refused", [
+    (lambda x: x.unsqueeze(0).expand(3, *x.shape), True),
+    (lambda x: x.t(), True),
+    (lambda x: x.split(1)[0], True),
+    (lambda x: x[:, 1:], False),  # refused anyway: a slice of a padded dimension
+    (lambda x: x, False),  # Dynamo returns the input itself, outside the graph
+], ids=["expand", "t", "split", "slice", "itself"])
+def test_a_returned_view_of_a_padded_input_is_not_bucketed(view, refused):
+    # The padded graph runs on a padded copy of the input; a view of the input it returns
+    # would be rebuilt by AOTAutograd from the real input with the copy's strides (fuzz seed
+    # 1534: "setStorage ... out of bounds"). Such graphs run unbucketed, and the view aliases x.
+    def f(x):
+        return view(x), x * 2
+    g = torch.compile(f, backend="tpu")
+    for n in (5, 6, 7):
+        x = torch.randn(2, n, generator=torch.Generator().manual_seed(n)).t().contiguous().t()
+        xt = x.to("tpu")
+        torch._dynamo.mark_dynamic(xt, 1)
+        got = g(xt)
+        assert_same(got, f(x))
+        assert got[0].untyped_storage().data_ptr() == xt.untyped_storage().data_ptr()
+    if refused:
+        assert any("view of a padded input" in r for r in map(str, tpu_compile.bucket_refusals())), \
+            tpu_compile.bucket_refusals()

@@ -212,12 +212,18 @@ class _Rewriter:
                 if sym not in self.sym_nodes:
                     self.sym_nodes[sym] = self.g.call_function(aten.sym_size.int, (self.env[placeholders[i]], d))
         outputs = None
+        # nodes that are views of a padded input: the graph runs on a padded copy of that
+        # input, so such a view cannot be returned (AOTAutograd rebuilds a returned view of
+        # an input from the real input with the copy's strides)
+        self.input_views = {placeholders[i] for i in tensor_dims}
         for n in self.gm.graph.nodes:
             if n.op == "placeholder":
                 continue
             if n.op == "output":
                 outputs = self.output(n)
                 continue
+            if n.op == "call_function" and _is_view_of(n, self.input_views):
+                self.input_views.add(n)
             if n.op == "get_attr":  # a constant tensor of the graph: exact
                 self.copy(n)
                 v = getattr(self.gm, n.target, None)
@@ -289,6 +295,8 @@ class _Rewriter:
             s = self.state.get(v)
             if isinstance(s, tuple):
                 raise Refused(f"the graph returns the size {v.name}")
+            if v in self.input_views:
+                raise Refused(f"result {v.name} is a view of a padded input")
             if not isinstance(s, list):
                 specs.append(None)
                 continue
@@ -392,6 +400,20 @@ class _Rewriter:
         if isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in v):
             return _Multi([[_exact(s) for s in x.shape] if isinstance(x, torch.Tensor) else None for x in v])
         return None
+
+
+def _is_view_of(n, bases) -> bool:
+    """n returns a view (no copy) of one of the nodes in `bases`."""
+    args = [a for a in n.args if isinstance(a, torch.fx.Node)]
+    if not any(a in bases for a in args):
+        return False
+    if n.target is operator.getitem:  # an element of split/unbind/chunk
+        return True
+    schema = getattr(n.target, "_schema", None)
+    if schema is None or not schema.returns:
+        return True  # unknown: assume it may alias
+    info = schema.returns[0].alias_info
+    return info is not None and not info.is_write
 
 
 def _draws_nothing(n) -> bool:
