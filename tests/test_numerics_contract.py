@@ -915,3 +915,13 @@ def test_complex_to_bool_looks_at_both_parts(fn, compiled):
     z = torch.tensor([-0.001j, 0j, complex(NAN, 0), 1 + 0j, complex(0, NAN), complex(-0.0, 0.0), 2j])
     check(_maybe_compiled(fn, compiled), z)
     check(_maybe_compiled(fn, compiled), z[:1])
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=["c64", "c128"])
+def test_complex_expm1_like_cpu(dtype, compiled):
+    # CPU's formula (expm1(x) cos y - 2 sin^2(y/2)) + i e^x sin y, its special values included:
+    # expm1(1e8 + 0j) is inf + nan j (fuzz seed 2980); accurate near 0
+    z = torch.tensor([1e8 + 0j, 786.78 + 414.17j, -14960.6 + 1309.4j, 1e-5 + 1e-6j, -1e-7 + 0j,
+                      complex(NAN, 0), complex(0, INF), complex(-INF, 1.0), 0.5 - 2j], dtype=dtype)
+    check(_maybe_compiled(torch.expm1, compiled), z, atol=1e-6, rtol=1e-5)

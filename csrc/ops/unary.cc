@@ -162,6 +162,17 @@ std::vector<Value> complex_or(LowerCtx& c, const char* op, UnaryMath complex_fn)
 // CPU's complex rsqrt: 1 / sqrt(z), Smith's division.
 Value crsqrt(Builder& b, const Value& z) { return cdiv_smith(b, k(b, 1, z), csqrt_c99(b, z)); }
 
+// CPU's complex expm1 (c10): (expm1(x) cos y - 2 sin^2(y/2)) + i e^x sin y, accurate near 0,
+// with that formula's special values (expm1(1e8 + 0i) = inf + nan i: inf * sin 0).
+Value cexpm1_c10(Builder& b, const Value& z) {
+  Parts p = parts(b, z);
+  Value a = b.unary("sine", b.mul(p.im, k(b, 0.5, p.im)));
+  Value re = b.sub(b.mul(b.unary("exponential_minus_one", p.re), b.unary("cosine", p.im)),
+                   b.mul(k(b, 2, a), b.mul(a, a)));
+  Value im = b.mul(b.unary("exponential", p.re), b.unary("sine", p.im));
+  return b.op("complex", {re, im}, z.type);
+}
+
 // exp; of a complex value with glibc's special values (cexp_c99).
 std::vector<Value> exp_op(LowerCtx& c) {
   Value x = in(c, 0, float_compute(c));
@@ -317,7 +328,7 @@ std::vector<Value> signbit_op(LowerCtx& c) { return {signbit(c.b, c.t(0))}; }
 void append_unary(std::vector<Lowering>& t) {
   // Unary math: float results (integer inputs promote, as on CPU).
   t.push_back({"exp", exp_op, {"exp+"}});
-  t.push_back({"expm1", [](LowerCtx& c) { return unary(c, "exponential_minus_one"); }, {"expm1+"}});
+  t.push_back({"expm1", [](LowerCtx& c) { return complex_or(c, "exponential_minus_one", cexpm1_c10); }, {"expm1+"}});
   t.push_back({"log1p", [](LowerCtx& c) { return unary(c, "log_plus_one"); }, {"log1p+"}});
   t.push_back({"sqrt", [](LowerCtx& c) { return complex_or(c, "sqrt", csqrt_c99); }, {"sqrt+"}});
   t.push_back({"rsqrt", [](LowerCtx& c) { return complex_or(c, "rsqrt", crsqrt); }, {"rsqrt+"}});
