@@ -485,6 +485,121 @@ std::vector<Value> orth_poly(LowerCtx& c) {
   return as_out(c, r);
 }
 
+// Temme's uniform asymptotic expansion of the incomplete gamma function (DLMF 8.12), for
+// large a near x, where the power series and the continued fraction need about sqrt(a) terms:
+//   Q(a, x) = erfc(eta sqrt(a/2)) / 2 + e^(-a eta^2/2) / sqrt(2 pi a) sum_k c_k(eta) a^-k,
+//   lambda = x / a, eta^2 / 2 = lambda - 1 - ln(lambda), eta with the sign of lambda - 1.
+// The c_k are derived here as Taylor series in eta, in double-precision series arithmetic:
+// mu = lambda - 1 as a series in eta (Newton reversion of eta(mu) = mu sqrt(2 (mu - ln(1+mu)) / mu^2)),
+// c_0 = 1/mu - 1/eta and c_k = (1/eta) c_{k-1}'(eta) + (-1)^k g_k / mu, g_k the coefficients of
+// Stirling's series Gamma(a) / (sqrt(2 pi) a^(a - 1/2) e^-a) = sum g_k a^-k.
+class TemmeCoefs {
+ public:
+  static constexpr int N = 24, K = 6;
+  using S = std::vector<double>;
+  static const std::vector<S>& get() {
+    static const std::vector<S> cs = build();
+    return cs;
+  }
+
+ private:
+  static S mul(const S& a, const S& b) {
+    S r(N, 0.0);
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; i + j < N; ++j) r[i + j] += a[i] * b[j];
+    return r;
+  }
+  static S inv(const S& a) {
+    S r(N, 0.0);
+    r[0] = 1 / a[0];
+    for (int n = 1; n < N; ++n) {
+      double v = 0;
+      for (int k = 1; k <= n; ++k) v += a[k] * r[n - k];
+      r[n] = -v / a[0];
+    }
+    return r;
+  }
+  static S compose(const S& a, const S& b) {  // a(b(t)), b[0] = 0
+    S r(N, 0.0), p(N, 0.0);
+    p[0] = 1;
+    for (int i = 0; i < N; ++i) {
+      for (int j = 0; j < N; ++j) r[j] += a[i] * p[j];
+      p = mul(p, b);
+    }
+    return r;
+  }
+  static std::vector<S> build() {
+    // h(mu) = 2 (mu - ln(1 + mu)) / mu^2, s = sqrt(h), eta(mu) = mu s(mu)
+    S h(N), sq(N, 0.0), eta(N, 0.0);
+    for (int n = 0; n < N; ++n) h[n] = 2.0 * (n % 2 ? -1 : 1) / (n + 2);
+    sq[0] = 1;
+    for (int n = 1; n < N; ++n) {
+      double v = h[n];
+      for (int k = 1; k < n; ++k) v -= sq[k] * sq[n - k];
+      sq[n] = v / 2;
+    }
+    for (int n = 1; n < N; ++n) eta[n] = sq[n - 1];
+    S deta(N, 0.0);
+    for (int n = 0; n + 1 < N; ++n) deta[n] = (n + 1) * eta[n + 1];
+    S mu(N, 0.0);
+    mu[1] = 1;
+    for (int it = 0; it < 8; ++it) {  // Newton: mu -= (eta(mu) - t) / eta'(mu)
+      S f = compose(eta, mu);
+      f[1] -= 1;
+      S corr = mul(f, inv(compose(deta, mu)));
+      for (int n = 0; n < N; ++n) mu[n] -= corr[n];
+    }
+    S mu_over_t(N, 0.0);
+    for (int n = 0; n + 1 < N; ++n) mu_over_t[n] = mu[n + 1];
+    S q = inv(mu_over_t);  // 1/mu = q(eta) / eta
+    // Stirling coefficients: ln Gamma* = sum_j B_2j / (2j (2j - 1)) a^-(2j-1), g = exp of it
+    const double bern[] = {1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730};
+    std::vector<double> lg(K + 1, 0.0), g(K + 1, 0.0);
+    for (int j = 1; 2 * j - 1 <= K; ++j) lg[2 * j - 1] = bern[j - 1] / (2.0 * j * (2 * j - 1));
+    g[0] = 1;
+    for (int n = 1; n <= K; ++n) {
+      double v = 0;
+      for (int k = 1; k <= n; ++k) v += k * lg[k] * g[n - k];
+      g[n] = v / n;
+    }
+    std::vector<S> cs;
+    S c0(N - 1);
+    for (int i = 0; i + 1 < N; ++i) c0[i] = q[i + 1];
+    cs.push_back(c0);
+    for (int k = 1; k < K; ++k) {
+      const S& prev = cs.back();
+      S c;
+      // eta^j: (j + 2) prev[j + 2] + (-1)^k g_k q[j + 1]; the eta^-1 terms cancel
+      for (size_t j = 0; j + 2 < prev.size(); ++j) c.push_back((j + 2) * prev[j + 2] + (k % 2 ? -1 : 1) * g[k] * q[j + 1]);
+      cs.push_back(c);
+    }
+    return cs;
+  }
+};
+
+// Q(a, x) (upper) or P(a, x) by Temme's expansion; meant for a > 20 and |x/a - 1| < 0.3.
+Value igamma_temme(Builder& b, const Value& a, const Value& x, bool upper) {
+  Value m = b.sub(b.div(x, a), k(b, 1, a));
+  // m - ln(1 + m), by its series where the difference cancels
+  Value m2 = b.mul(m, m), pw = m2, ser = k(b, 0, m);
+  for (int n = 2; n <= 18; ++n) {
+    ser = b.add(ser, b.mul(pw, k(b, (n % 2 ? -1.0 : 1.0) / n, m)));
+    pw = b.mul(pw, m);
+  }
+  Value d = b.select(cmp(b, Compare::LT, abs(b, m), 0.1), ser, b.sub(m, b.unary("log_plus_one", m)));
+  Value eta = b.mul(b.unary("sign", m), sqrt(b, b.add(d, d)));
+  Value ainv = b.div(k(b, 1, a), a), scale = k(b, 1, a), sum = k(b, 0, a);
+  for (const auto& c : TemmeCoefs::get()) {
+    sum = b.add(sum, b.mul(poly(b, c, eta), scale));
+    scale = b.mul(scale, ainv);
+  }
+  Value r = b.div(b.mul(exp(b, b.mul(k(b, -0.5, a), b.mul(a, b.mul(eta, eta)))), sum),
+                  sqrt(b, b.mul(a, k(b, 2 * M_PI, a))));
+  Value s = b.mul(eta, sqrt(b, b.mul(a, k(b, 0.5, a))));
+  return upper ? b.add(b.mul(k(b, 0.5, s), erfc64(b, s)), r)
+               : b.sub(b.mul(k(b, 0.5, s), erfc64(b, neg(b, s))), r);
+}
+
 // P(a, x) (upper = false) or Q(a, x) = 1 - P(a, x), for a > 0, x >= 0:
 // x < a + 1: P = x^a e^-x / Gamma(a) * sum_k x^k / (a (a+1) ... (a+k));
 // otherwise Q = x^a e^-x / Gamma(a) / (x + 1 - a - 1(1-a)/(x + 3 - a - 2(2-a)/(x + 5 - a - ...)))
@@ -518,17 +633,19 @@ Value igamma_(Builder& b, const Value& a, const Value& x, bool upper) {
   Value qc = b.div(pre, f);
   Value use_series = b.compare(Compare::LT, x, b.add(a, one));
   Value r = upper ? b.select(use_series, b.sub(one, ps), qc) : b.select(use_series, ps, b.sub(one, qc));
+  Value temme = both(b, cmp(b, Compare::GT, a, 20), cmp(b, Compare::LT, abs(b, b.sub(b.div(x, a), one)), 0.3));
+  r = b.select(temme, igamma_temme(b, a, x, upper), r);
   r = b.min(b.max(r, k(b, 0, r)), one);
-  // edges: x = 0 -> P = 0; x = inf -> P = 1; a = 0 (x > 0) -> P = 1; a = inf -> P = 0
+  // CPU's rules, first match wins: x < 0 or a < 0 -> NaN; a = 0 -> P = 1 if x > 0 else NaN;
+  // x = 0 -> P = 0; a = inf -> NaN if x = inf else P = 0; x = inf -> P = 1; otherwise the value
+  // (NaN for a NaN operand). Applied last rule first, so earlier rules override.
   Value lo = upper ? one : k(b, 0, a), hi = upper ? k(b, 0, a) : one;
+  r = where(b, either(b, isnan(b, a), isnan(b, x)), kNaN, r);
+  r = b.select(isinf(b, x), hi, r);
+  r = b.select(isinf(b, a), where(b, isinf(b, x), kNaN, lo), r);
   r = b.select(cmp(b, Compare::EQ, x, 0), lo, r);
-  r = b.select(either(b, cmp(b, Compare::EQ, x, kInf), cmp(b, Compare::EQ, a, 0)), hi, r);
-  r = b.select(cmp(b, Compare::EQ, a, kInf), lo, r);
-  Value bad = either(b, either(b, cmp(b, Compare::LT, a, 0), cmp(b, Compare::LT, x, 0)),
-                     either(b, both(b, cmp(b, Compare::EQ, a, 0), cmp(b, Compare::EQ, x, 0)),
-                            both(b, isinf(b, a), isinf(b, x))));
-  r = where(b, bad, kNaN, r);
-  return b.select(isnan(b, x), x, b.select(isnan(b, a), a, r));
+  r = b.select(cmp(b, Compare::EQ, a, 0), where(b, b.unary("not", cmp(b, Compare::GT, x, 0)), kNaN, hi), r);
+  return where(b, either(b, cmp(b, Compare::LT, a, 0), cmp(b, Compare::LT, x, 0)), kNaN, r);
 }
 
 template <bool Upper>
