@@ -57,6 +57,36 @@ def test_scalars_are_runtime_inputs(values):
     assert compiles() == before
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.float64, torch.bfloat16, torch.int32])
+def test_arange_compiles_once_per_length(dtype):
+    # a decoder's cache position, arange(past, past + 1), each token: start and step are runtime
+    # scalars, the length (ATen's rule) is the key
+    torch.arange(0, 3, dtype=dtype, device="tpu").cpu()
+    torch.arange(0, 1, dtype=dtype, device="tpu").cpu()
+    if dtype.is_floating_point:  # Python float scalars are another key (runtime f64 inputs)
+        torch.arange(0.0, 1.5, 0.5, dtype=dtype, device="tpu").cpu()
+    before = compiles()
+    for past in range(1, 9):
+        ranges = [(past, past + 1, 1), (past, past + 3, 1), (past * 2, past * 2 - 3, -1)]
+        if dtype.is_floating_point:
+            ranges.append((0.5 * past, 0.5 * past + 1.5, 0.5))
+        for start, end, step in ranges:
+            want = torch.arange(start, end, step, dtype=dtype)
+            got = torch.arange(start, end, step, dtype=dtype, device="tpu")
+            assert got.shape == want.shape
+            torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+    assert compiles() == before
+
+
+def test_arange_errors_like_cpu():
+    for start, end, step in ((0, 5, 0), (5, 0, 1), (0, float("inf"), 1), (0, float("nan"), 1)):
+        with pytest.raises(RuntimeError) as cpu:
+            torch.arange(start, end, step)
+        with pytest.raises(RuntimeError) as dev:
+            torch.arange(start, end, step, device="tpu")
+        assert str(cpu.value).split("\n")[0] in str(dev.value)
+
+
 def test_view_offsets_are_runtime_inputs():
     base = torch.arange(40, dtype=torch.float32, device="tpu").reshape(10, 4)
     (base[0:3] * 2).cpu()

@@ -2,6 +2,8 @@
 // to it (marshal.h).
 #include "aten/marshal.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/native/RangeUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <c10/core/DefaultDtype.h>
 
@@ -353,6 +355,18 @@ void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::Opera
         break;
       case ops::Arg::None: key += '_'; break;
     }
+  }
+  if (lowering.flags & ops::kRangeSizeInKey) {
+    // arange.start_out(start, end, step, out): the length, by ATen's own rule
+    // (its bound checks raise CPU's errors); the values stay runtime scalars
+    TORCH_INTERNAL_ASSERT(args.size() == 4 && args[3].isTensor());
+    const at::Scalar start = args[0].toScalar(), end = args[1].toScalar(), step = args[2].toScalar();
+    int64_t n = -1;
+    AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, args[3].toTensor().scalar_type(), "arange", [&] {
+      n = at::native::compute_arange_size<scalar_t>(start, end, step);
+    });
+    key += 'n';
+    append_int(key, n);
   }
   if (lowering.flags & ops::kUsesDefaultRng) {
     m.rng = true;

@@ -115,9 +115,35 @@ std::vector<Value> shift(LowerCtx& c, bool left) {
   return {c.b.binary(op, a, n)};
 }
 
+// Integer x^y as CPU computes it: square-and-multiply over every bit of y, so the
+// result wraps as CPU's does (XLA's integer power squares only six times: 3^169 in
+// int32 came out as 3^41); y < 0 gives 1 for x = 1, +-1 for x = -1, else 0.
+Value ipow(Builder& b, Value x, Value y) {
+  if (x.type.dims != y.type.dims) {
+    auto dims = x.type.rank() >= y.type.rank() ? x.type.dims : y.type.dims;
+    x = b.broadcast_to(x, dims), y = b.broadcast_to(y, dims);
+  }
+  ElemType t = x.type.elem;
+  auto dims = x.type.dims;
+  auto ik = [&](int64_t v) { return b.constant_int(v, t, dims); };
+  const int bits = shlo::byte_size(t) * 8 - (shlo::is_signed_int(t) ? 1 : 0);
+  Value r = ik(1), base = x;
+  for (int i = 0; i < bits; ++i) {
+    Value bit = b.binary("and", b.binary("shift_right_logical", y, ik(i)), ik(1));
+    r = b.select(b.compare(Compare::EQ, bit, ik(1)), b.mul(r, base), r);
+    if (i + 1 < bits) base = b.mul(base, base);
+  }
+  if (!shlo::is_signed_int(t)) return r;
+  Value odd = b.compare(Compare::EQ, b.binary("and", y, ik(1)), ik(1));
+  Value neg = b.select(b.compare(Compare::EQ, x, ik(1)), ik(1),
+                       b.select(b.compare(Compare::EQ, x, ik(-1)), b.select(odd, ik(-1), ik(1)), ik(0)));
+  return b.select(b.compare(Compare::LT, y, ik(0)), neg, r);
+}
+
 // x^y; complex as glibc's cpow: exp(y log x) with C99 products and exponentials.
 Value powv(Builder& b, const Value& x, const Value& y) {
   if (shlo::is_complex(x.type.elem)) return cexp_c99(b, cmul_c99(b, y, clog_c99(b, x)));
+  if (shlo::is_integral(x.type.elem)) return ipow(b, x, y);
   return b.binary("power", x, y);
 }
 

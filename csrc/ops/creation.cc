@@ -118,7 +118,7 @@ std::vector<Value> triu_indices(LowerCtx& c) { return triangle_indices(c, false)
 void append_creation(std::vector<Lowering>& t) {
   t.push_back({"fill", fill, {"fill_.Scalar", "fill_.Tensor", "fill.Scalar", "fill.Tensor"}, kNoReadSelf});
   t.push_back({"zero", zero, {"zero_", "zero"}, kNoReadSelf});
-  t.push_back({"arange", arange, {"arange.start_out"}, kScalarValuesInKey});
+  t.push_back({"arange", arange, {"arange.start_out"}, kRangeSizeInKey});
   t.push_back({"linspace", linspace, {"linspace.out"}});
   t.push_back({"logspace", logspace, {"logspace.out"}});
   t.push_back({"eye", eye, {"eye.out", "eye.m_out"}});

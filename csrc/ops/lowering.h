@@ -137,6 +137,10 @@ using LowerFn = std::vector<Value> (*)(LowerCtx&);
 constexpr unsigned kNoReadSelf = 1;
 // The output shape depends on Scalar values (arange): they join the cache key.
 constexpr unsigned kScalarValuesInKey = 2;
+// arange: the result's length (PyTorch's rule, from the Scalar values) joins
+// the cache key instead of the values, which are runtime inputs: one
+// executable per length and dtype (a decoder's arange(past, past + 1) each token).
+constexpr unsigned kRangeSizeInKey = 32;
 // The op draws from the default generator without a Generator argument
 // (native_dropout): the runtime passes a state in LowerCtx::rng.
 constexpr unsigned kUsesDefaultRng = 4;
