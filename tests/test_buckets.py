@@ -351,3 +351,27 @@ def test_a_returned_view_of_a_padded_input_is_not_bucketed(view, refused):
     if refused:
         assert any("view of a padded input" in r for r in map(str, tpu_compile.bucket_refusals())), \
             tpu_compile.bucket_refusals()
+
+
+@pytest.mark.parametrize("op", [torch.remainder, torch.fmod, torch.floor_divide,
+                                lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+                                lambda a, b: torch.remainder(7, b)],
+                         ids=["remainder", "fmod", "floor_divide", "div_trunc", "scalar_remainder"])
+def test_integer_division_by_the_padding_does_not_raise(op):
+    # The padding is 0; an integer divisor's padding is 1 instead, or the device-side
+    # ZeroDivisionError check fires on it (fuzz seed 237: remainder of a masked selection)
+    def f(a, b):
+        return op(a * 3, b)
+    g = torch.compile(f, backend="tpu")
+    for n in (3, 5, 6):
+        a = torch.arange(1, n + 1, dtype=torch.int32) * 5
+        b = torch.arange(1, n + 1, dtype=torch.int32)
+        at, bt = a.to("tpu"), b.to("tpu")
+        torch._dynamo.mark_dynamic(at, 0)
+        torch._dynamo.mark_dynamic(bt, 0)
+        assert_same(g(at, bt), f(a, b))
+    assert tpu_compile.stats()["bucketed_graphs"] >= 1, tpu_compile.bucket_refusals()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):  # a real zero still raises
+        z = torch.tensor([1, 0, 2, 3, 4, 5, 6], dtype=torch.int32).to("tpu")
+        torch._dynamo.mark_dynamic(z, 0)
+        g(z, z).cpu()

@@ -467,6 +467,23 @@ def _pointwise(rw, n):
     rw.state[n] = dims
 
 
+def _int_divide(rw, n):
+    """Integer division, remainder and fmod check every divisor on the device (CPU raises
+    ZeroDivisionError): a padded integer divisor gets 1 in its padding, not 0 (fuzz seed 237:
+    remainder of a masked selection raised on the padding)."""
+    dims = _broadcast(rw, n, n.all_input_nodes)
+    d = n.args[1]
+    val = d.meta.get("val") if isinstance(d, torch.fx.Node) else None
+    state = rw.state.get(d) if isinstance(d, torch.fx.Node) else None
+    padded = [i for i, dim in enumerate(state) if not _is_exact(dim)] if isinstance(state, list) else []
+    if val is None or val.dtype.is_floating_point or val.dtype.is_complex or not padded:
+        _pointwise(rw, n)
+        return
+    filled = rw.neutral(n, d, padded, 1)
+    rw.env[n] = rw.g.node_copy(n, lambda x: filled if x is d else rw.env[x])
+    rw.state[n] = dims
+
+
 def _same(rw, n):
     rw.copy(n)
     rw.state[n] = list(rw.dims_of(n, n.args[0]))
@@ -931,6 +948,11 @@ _HANDLERS = {
     aten.contiguous.default: _same,
     aten.lift_fresh_copy.default: _same,
     aten.masked_fill.Tensor: _pointwise,  # the value is a 0-d tensor
+    aten.remainder.Tensor: _int_divide,
+    aten.remainder.Scalar_Tensor: _int_divide,
+    aten.fmod.Tensor: _int_divide,
+    aten.div.Tensor_mode: _int_divide,
+    aten.floor_divide.default: _int_divide,
     aten.t.default: _transpose,
     aten.transpose.int: _transpose,
     aten.permute.default: _permute,
