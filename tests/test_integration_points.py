@@ -163,9 +163,14 @@ def test_pin_memory_and_copies_from_pinned_memory():
     assert p.is_pinned() and p[5:].is_pinned() and p.t().is_pinned()
     assert p.data_ptr() != x.data_ptr() and torch.equal(p, x)
     assert torch.empty(16, pin_memory=True).is_pinned()
+    d = x.to(DEV, non_blocking=True)
+    x.add_(1.0)  # from pageable memory the copy is a snapshot taken before .to returned
+    torch.testing.assert_close(d.cpu(), p)
     d = p.to(DEV, non_blocking=True)
-    p.fill_(3.0)  # the copy is a snapshot taken before .to returned
-    torch.testing.assert_close(d.cpu(), x)
+    torch.tpu.synchronize()  # from pinned memory it may still be running until a sync, as on CUDA
+    p.fill_(3.0)
+    torch.testing.assert_close(d.cpu(), x - 1.0)
+    x.sub_(1.0)
     # device -> pinned host and back
     h = torch.empty(64, 32).pin_memory()
     h.copy_(d, non_blocking=True)
@@ -173,6 +178,64 @@ def test_pin_memory_and_copies_from_pinned_memory():
     torch.testing.assert_close(h, x)
     del p, h  # freed blocks are forgotten
     assert not torch.empty(64, 32).is_pinned()
+
+
+def _async_uploads():
+    return torch.tpu.compile_stats()["host_to_device_async"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_non_blocking_copy_from_pinned_memory_is_asynchronous(mode):
+    # Only a dense same-dtype copy from pinned memory with non_blocking=True
+    # runs in the background; every other copy is a snapshot.
+    x = make_tensor((1 << 21,))  # 8 MB: large enough for the plugin to copy off the calling thread
+    p = x.pin_memory()
+    with in_mode(mode):
+        n = _async_uploads()
+        x.to(DEV, non_blocking=True)
+        p.to(DEV)
+        p.to(DEV, dtype=torch.float64, non_blocking=True)
+        p[::2].to(DEV, non_blocking=True)
+        assert _async_uploads() == n
+        d = p.to(DEV, non_blocking=True)
+        assert _async_uploads() == n + 1
+        y = (d * 2).sum()  # ordered after the copy by the device
+        torch.testing.assert_close(y.cpu(), (x * 2).sum())
+        # An event recorded after the copy covers it: once it is done the block may change.
+        d = p.to(DEV, non_blocking=True)
+        e = torch.Event(device=DEV)
+        e.record()
+        e.synchronize()
+        p.neg_()
+        torch.testing.assert_close(d.cpu(), x)
+
+
+def test_a_pinned_block_freed_during_its_copy_waits_for_it():
+    base = torch.tpu.host_memory_stats()["allocated_bytes.current"]
+    x = make_tensor((1 << 21,))
+    outs = []
+    for _ in range(4):
+        p = x.pin_memory()
+        outs.append(p.to(DEV, non_blocking=True))
+        del p  # the copy may still read the block: it must not go back to the system yet
+    torch.tpu.synchronize()
+    for d in outs:
+        torch.testing.assert_close(d.cpu(), x)
+    stats = torch.tpu.host_memory_stats()
+    assert stats["allocated_bytes.current"] == base
+    assert stats["num_host_alloc"] >= 4 and stats["num_host_free"] >= 4
+
+
+def test_a_copy_on_a_side_stream_is_ordered_by_wait_stream():
+    x = make_tensor((1 << 20,))
+    p = x.pin_memory()
+    side = torch.tpu.Stream()
+    w = torch.ones(1 << 20, device=DEV)
+    with torch.tpu.stream(side):
+        d = p.to(DEV, non_blocking=True)
+    torch.tpu.current_stream().wait_stream(side)
+    d.record_stream(torch.tpu.current_stream())
+    torch.testing.assert_close((d + w).cpu(), x + 1)
 
 
 def test_dataloader_pin_memory():

@@ -168,6 +168,13 @@ def memory_stats(device: Any = None) -> dict:
     return dict(torch.accelerator.memory_stats(_index(device)))
 
 
+def host_memory_stats() -> dict:
+    """Pinned host memory, as ``torch.cuda.host_memory_stats()`` names it
+    ("allocated_bytes.current", "num_host_alloc", ...). A block freed while a
+    ``non_blocking`` copy still reads it counts until the copy is done."""
+    return dict(_C.host_memory_stats())
+
+
 def memory_allocated(device: Any = None) -> int:
     return _C.memory_allocated(_index(device))
 

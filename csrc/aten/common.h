@@ -36,6 +36,13 @@ c10::Allocator* tpu_allocator();
 // Pinned host memory (host_allocator.cpp).
 c10::Allocator* pinned_allocator();
 bool is_pinned(const void* ptr);
+// An asynchronous copy reads the pinned block holding `ptr` until `done` is
+// set: the block is not given back to the system before that (CUDA's host
+// allocator records an event for the same reason).
+void pinned_record_use(const void* ptr, std::shared_ptr<std::atomic<bool>> done);
+// The pinned allocator's statistics, named as torch.cuda.host_memory_stats()
+// names them ("allocated_bytes.current", "num_host_free", ...).
+std::map<std::string, int64_t> pinned_stats();
 // Replaces the storage's bytes by a zero-padded/truncated copy of new_nbytes.
 void resize_storage_bytes(const c10::Storage& storage, size_t new_nbytes);
 

@@ -50,7 +50,17 @@ at::Tensor download_view(const at::Tensor& src, at::ScalarType dtype) {
   return host;
 }
 
-void copy_into(const at::Tensor& dst, const at::Tensor& src) {
+// A non_blocking copy from pinned host memory that needs no host-side work
+// (one dtype, one shape, dense): the plugin reads the block while the host
+// goes on, as a CUDA copy from pinned memory does. Anything else (pageable
+// memory, a conversion, a broadcast) is a snapshot taken before copy_ returns.
+bool upload_in_background(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
+  return non_blocking && src.device().is_cpu() && src.scalar_type() == dst.scalar_type() &&
+         src.sizes() == dst.sizes() && src.is_contiguous() && !src.is_conj() && !src.is_neg() &&
+         is_pinned(src.data_ptr());
+}
+
+void copy_into(const at::Tensor& dst, const at::Tensor& src, bool non_blocking = false) {
   if (dst.numel() == 0) return;
   // Lazy conj/neg bits (fft results, x.conj()): copy the stored values, then
   // apply the pending conjugation/negation to the destination. (resolve_conj
@@ -77,6 +87,10 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src) {
       value = read(src);
       if (device_index(src) != dev) value = runtime::client().copy_to_device(*value, dev);
       value = runtime::convert_broadcast(value, to, dev);
+    } else if (upload_in_background(dst, src, non_blocking)) {
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      pinned_record_use(src.data_ptr(), done);
+      value = runtime::upload_async(src.data_ptr(), to, dev, [done] { done->store(true, std::memory_order_release); });
     } else {
       at::Tensor host = bits != at::ScalarType::Undefined
                             ? src.to(at::kCPU).view(bits).expand(dst.sizes()).contiguous()
@@ -99,7 +113,7 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src) {
 at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   TORCH_CHECK(self.defined() && src.defined(), "copy_: tensors must be defined");
   try {
-    copy_into(self, src);
+    copy_into(self, src, non_blocking);
   } catch (...) {
     rethrow_as_torch_error("copy_ (" + describe(src) + " -> " + describe(self) + ")");
   }

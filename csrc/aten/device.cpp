@@ -465,6 +465,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("num_allocations", [](int device) { return aten::memory_stats(device).num_allocs; });
   m.def("reset_peak_memory_stats", [](int device) { aten::reset_peak(device); });
   m.def("mem_get_info", [](int device) { return aten::memory_info(device); });
+  m.def("host_memory_stats", [] { return aten::pinned_stats(); });
   m.def("_unresolved_lowerings", [] { return aten::unresolved_lowerings(); });
   m.def("_registered_lowerings", [] { return aten::registered_lowerings(); });
   // Which platform-specific lowerings are chosen ("portable", "cpu", "cuda", "tpu"); tests switch it.
@@ -488,6 +489,7 @@ PYBIND11_MODULE(_C, m) {
     d["executions"] = s.executions.load();
     d["compile_seconds"] = s.compile_nanoseconds.load() / 1e9;
     d["host_to_device"] = s.host_to_device.load();
+    d["host_to_device_async"] = s.host_to_device_async.load();
     d["device_to_host"] = s.device_to_host.load();
     d["cached_executables"] = runtime::cache_size();
     d["cache_capacity"] = runtime::cache_capacity();

@@ -284,18 +284,54 @@ static void destroy_event(const PJRT_Api* api, PJRT_Event* ev) {
   api->PJRT_Event_Destroy(&d);
 }
 
-BufferPtr Client::from_host(const void* data, const shlo::TensorType& type, int device) {
+namespace {
+// PJRT_Event_OnReady callback of an asynchronous upload: the plugin is done
+// with the host memory.
+void host_buffer_done(PJRT_Error* error, void* arg) {
+  auto* done = static_cast<std::function<void()>*>(arg);
+  (*done)();
+  delete done;
+  if (error && g_api) destroy_error(g_api, error);
+}
+}  // namespace
+
+BufferPtr Client::from_host(const void* data, const shlo::TensorType& type, int device,
+                            std::function<void()> on_done) {
   auto a = zeroed<PJRT_Client_BufferFromHostBuffer_Args>(PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE);
   a.client = client_;
   a.data = data;
   a.type = to_pjrt(type.elem);
   a.dims = type.dims.data();
   a.num_dims = type.dims.size();
-  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.host_buffer_semantics = on_done ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
+                                    : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   a.device = devices_.at(device);
   check(api_->PJRT_Client_BufferFromHostBuffer(&a), "BufferFromHostBuffer");
-  destroy_event(api_, a.done_with_host_buffer);
-  return std::make_shared<Buffer>(a.buffer, type.elem, type.dims, device);
+  auto buffer = std::make_shared<Buffer>(a.buffer, type.elem, type.dims, device);
+  if (!on_done || !a.done_with_host_buffer) {
+    destroy_event(api_, a.done_with_host_buffer);
+    if (on_done) on_done();  // the plugin copied during the call
+    return buffer;
+  }
+  auto on = zeroed<PJRT_Event_OnReady_Args>(PJRT_Event_OnReady_Args_STRUCT_SIZE);
+  on.event = a.done_with_host_buffer;
+  on.callback = &host_buffer_done;
+  on.user_arg = new std::function<void()>(std::move(on_done));
+  PJRT_Error* e = api_->PJRT_Event_OnReady(&on);
+  if (e) {  // no callback: wait here, so the host memory is never released early
+    auto* done = static_cast<std::function<void()>*>(on.user_arg);
+    destroy_error(api_, e);
+    PJRT_Error* copied = await_event(api_, a.done_with_host_buffer);
+    destroy_event(api_, a.done_with_host_buffer);
+    (*done)();
+    delete done;
+    check(copied, "host-to-device copy");
+    return buffer;
+  }
+  // The copy is device work like an execution: synchronize() and events
+  // recorded after this call wait for it.
+  track(device, InFlight{a.done_with_host_buffer, {}});
+  return buffer;
 }
 
 void Client::to_host(const Buffer& buffer, void* dst) {

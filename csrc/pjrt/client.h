@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -122,7 +123,13 @@ class Client {
   int api_major() const;
   int api_minor() const;
 
-  BufferPtr from_host(const void* data, const shlo::TensorType& type, int device);
+  // A device copy of host `data`. Without `on_done` the call returns after
+  // the plugin has taken what it needs (`data` may change at once). With it
+  // the copy may still be running when the call returns: `data` must stay
+  // valid and unchanged until `on_done` runs (on a plugin thread, or in this
+  // call); work that reads the buffer waits for the copy, as PJRT orders it.
+  BufferPtr from_host(const void* data, const shlo::TensorType& type, int device,
+                      std::function<void()> on_done = nullptr);
   // Blocking copy to host memory of exactly buffer.nbytes() bytes.
   void to_host(const Buffer& buffer, void* dst);
   BufferPtr copy_to_device(const Buffer& buffer, int device);

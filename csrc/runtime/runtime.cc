@@ -253,6 +253,16 @@ BufferPtr upload(const void* data, const TensorType& type, int device) {
   return b;
 }
 
+BufferPtr upload_async(const void* data, const TensorType& type, int device, std::function<void()> on_done) {
+  stats().host_to_device++;
+  stats().host_to_device_async++;
+  if (!trace::on()) return client().from_host(data, type, device, std::move(on_done));
+  int64_t issued = trace::now_ns();
+  BufferPtr b = client().from_host(data, type, device, std::move(on_done));
+  trace::note_copy(true, static_cast<int64_t>(b->nbytes()), device, issued, trace::now_ns());
+  return b;
+}
+
 namespace {
 struct ScalarKey {
   uint64_t bits;

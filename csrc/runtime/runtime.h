@@ -51,6 +51,7 @@ struct Stats {
   std::atomic<uint64_t> executions{0};
   std::atomic<uint64_t> compile_nanoseconds{0};
   std::atomic<uint64_t> host_to_device{0};
+  std::atomic<uint64_t> host_to_device_async{0};  // of those, copies the host did not wait for
   std::atomic<uint64_t> device_to_host{0};
 };
 Stats& stats();
@@ -86,6 +87,11 @@ std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buf
                                const std::vector<int>& donated);
 
 BufferPtr upload(const void* data, const TensorType& type, int device);
+// The same without waiting for the copy (a non_blocking copy from pinned
+// memory): `data` must stay unchanged until `on_done` runs, on a plugin
+// thread, so it must not take the GIL or block. Readers of the buffer wait
+// for the copy.
+BufferPtr upload_async(const void* data, const TensorType& type, int device, std::function<void()> on_done);
 // A 0-d value (at most 8 bytes) on the device, shared by every caller that
 // asks for the same value: recently used scalars (alpha=1, lr, eps, view
 // offsets) are uploaded once. The cache holds a reference, so such a buffer
