@@ -296,12 +296,20 @@ def test_uint8_mask_index_warns_like_cpu():
     lambda: torch.sparse_coo_tensor(torch.tensor([[0, 1]]), torch.tensor([1.0, 2.0]), (3,), device=DEV),
     lambda: torch.ones(2, 3, device=DEV).to_sparse(),
     lambda: torch.eye(3, device=DEV).to_sparse_csr(),
-    # a CSR tensor's move is a composite that builds it without a 'tpu' kernel; its first use refuses
-    lambda: torch.eye(3).to_sparse_csr().to(DEV).to_dense(),
-], ids=["coo_to", "coo_device", "to_sparse", "to_sparse_csr", "csr_to"])
+    # a compressed tensor's move refuses itself (CPU's kernel would build it around moved indices)
+    lambda: torch.eye(3).to_sparse_csr().to(DEV),
+    lambda: torch.eye(3).to_sparse_csc().to(DEV),
+    lambda: torch.eye(4).to_sparse_bsr((2, 2)).to(DEV, torch.float64),
+], ids=["coo_to", "coo_device", "to_sparse", "to_sparse_csr", "csr_to", "csc_to", "bsr_to"])
 def test_sparse_is_one_clear_error(make):
     with pytest.raises(NotImplementedError, match="sparse tensors .* not supported on 'tpu'"):
         make()
+
+
+def test_compressed_sparse_tensors_still_move_between_cpu_dtypes():
+    x = torch.eye(3).to_sparse_csr()
+    y = x.to(torch.float64)
+    assert y.layout == torch.sparse_csr and torch.equal(y.to_dense(), torch.eye(3, dtype=torch.float64))
 
 
 @tpu_only

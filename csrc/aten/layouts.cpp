@@ -5,6 +5,7 @@
 // crash in code that assumes a dense PJRT storage). The dispatch keys of
 // such tensors get a fallback; the dense ops that would produce one
 // (to_sparse, quantize_per_tensor, ...) get the same refusal.
+#include <ATen/ops/_to_copy_native.h>
 #include <torch/library.h>
 
 #include "aten/common.h"
@@ -31,7 +32,26 @@ std::string op_name(const c10::OperatorHandle& op) {
                               "keep low-precision weights as plain tensors (float8, int8) with explicit scales");
 }
 
+// Moving a CSR/CSC/BSR/BSC tensor to 'tpu': the dispatcher adds the target's
+// key (SparseCsrPrivateUse1) to the call, and ATen's composite _to_copy, which
+// outranks a backend fallback, would move the index and value tensors and
+// build the compressed tensor around them, a tensor that fails at its first
+// use (some composites then raise internal errors). The move itself refuses;
+// any other target runs ATen's own kernel.
+at::Tensor compressed_to_copy(const at::Tensor& self, std::optional<at::ScalarType> dtype,
+                              std::optional<at::Layout> layout, std::optional<at::Device> device,
+                              std::optional<bool> pin_memory, bool non_blocking,
+                              std::optional<at::MemoryFormat> memory_format) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!device || device->type() != c10::DeviceType::PrivateUse1, "torch_tpu: _to_copy (",
+                              self.layout(), " to 'tpu')",
+                              ": sparse tensors (layouts torch.sparse_coo, torch.sparse_csr/csc/bsr/bsc) are not "
+                              "supported on 'tpu'; keep them on CPU, or use dense tensors on 'tpu' (.to_dense())");
+  return at::native::_to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format);
+}
+
 }  // namespace
+
+TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) { m.impl("_to_copy", &compressed_to_copy); }
 
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&refuse_sparse>()); }
 TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
