@@ -149,7 +149,10 @@ def test_out_that_is_an_input_accepted_like_cpu():
 @pytest.mark.parametrize("fn", [
     lambda p: torch.multinomial(p, 3), lambda p: torch.multinomial(p, 0),
     lambda p: torch.multinomial(p.expand(2, 2, 2), 1), lambda p: torch.multinomial(p.long(), 1),
-], ids=["more_than_categories", "zero_samples", "3d", "integer"])
+    # checked before the distribution (a zero row), as CPU orders them
+    lambda p: torch.multinomial(p * 0, 1, out=torch.empty(1, device=p.device)),
+    lambda p: torch.multinomial(p.new_zeros(2 ** 24 + 1), 1),
+], ids=["more_than_categories", "zero_samples", "3d", "integer", "out_not_long", "more_than_2_24_categories"])
 def test_multinomial_argument_checks_like_cpu(fn):
     # (too many samples without replacement used to fail compiling the executable)
     _, dev_err = assert_same_error(fn, torch.tensor([1.0, 2.0]))
@@ -174,3 +177,30 @@ def test_bernoulli_out():
     out = torch.empty(4, device="tpu")
     assert torch.bernoulli(p.to("tpu"), out=out) is out
     torch.testing.assert_close(out.cpu(), p)
+
+
+# An out= that shares a storage with an input without overlapping it, or is an
+# empty input: CPU resizes out to the result's shape first, and then they
+# overlap (found by OpInfo's error inputs, aligned with CPU's list).
+@pytest.mark.parametrize("fn", [
+    lambda i: torch.gather(i.clone(), 0, i[1:], out=i[:1]),
+    lambda i: (lambda e: torch.cat([e, i.float()], out=e))(torch.zeros(0, device=i.device)),
+], ids=["gather_out_grows_into_the_index", "cat_out_is_an_empty_input"])
+def test_out_that_overlaps_an_input_once_resized_is_refused_like_cpu(fn):
+    cpu_err, dev_err = assert_same_error(fn, torch.tensor([2, 1, 0]))
+    assert "single memory location" in str(cpu_err) and "single memory location" in str(dev_err)
+
+
+def test_out_beside_an_input_in_one_storage_is_accepted_like_cpu():
+    def fn(t):
+        torch.add(t[:3], 1, out=t[3:])
+        return t
+    check(fn, make_tensor((6,)))
+
+
+def test_masked_fill_with_a_complex_value_tensor_into_a_real_tensor_raises_cpus_words():
+    cpu_err, dev_err = assert_same_error(
+        lambda x: x.masked_fill(torch.tensor(False, device=x.device), torch.tensor(1j, device=x.device)),
+        torch.arange(2))
+    assert "value cannot be converted to type int64_t without overflow" in str(cpu_err)
+    assert "value cannot be converted to type int64_t without overflow" in str(dev_err)

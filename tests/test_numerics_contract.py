@@ -918,6 +918,20 @@ def test_complex_to_bool_looks_at_both_parts(fn, compiled):
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("fn", [torch.logical_and, torch.logical_or, torch.logical_xor],
+                         ids=["and", "or", "xor"])
+def test_logical_ops_test_operands_in_their_common_dtype(fn, compiled):
+    # CPU promotes both operands first: a 0-d int64 of 256 (or -0x7800...0, fuzz seed 104664)
+    # beside a uint8 tensor wraps to 0 in uint8 and is False; a float 0.5 beside an int tensor
+    # promotes the pair to float and stays True
+    x = torch.tensor([[7, 0], [3, 4]], dtype=torch.uint8)
+    for y in (torch.tensor(256), torch.tensor(-8646911284551352320), torch.tensor(2 ** 40), torch.tensor(3)):
+        check(_maybe_compiled(fn, compiled), x, y)
+    check(_maybe_compiled(fn, compiled), torch.tensor([0, 1, 2]), torch.tensor(0.5))
+    check(_maybe_compiled(fn, compiled), torch.tensor([0.0, 0.25]), torch.tensor([1e-3, 0.0], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=["c64", "c128"])
 def test_complex_expm1_like_cpu(dtype, compiled):
     # CPU's formula (expm1(x) cos y - 2 sin^2(y/2)) + i e^x sin y, its special values included:

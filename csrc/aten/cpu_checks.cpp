@@ -39,9 +39,20 @@ bool is_integral_tensor(const c10::IValue& v, bool include_bool) {
 
 // fill_/masked_fill_ value: c10's checked conversion of the Scalar into self's
 // dtype ("value cannot be converted to type uint8_t without overflow").
+// A 0-d value tensor (masked_fill.Tensor) is read only when it is complex and
+// self is not, where CPU's conversion refuses a nonzero imaginary part (the
+// meta function says it in other words); reading it otherwise would cost a
+// sync on a hot path (attention masks) for a check CPU rarely fails.
 void fill_value_check(const std::vector<c10::IValue>& args, size_t value_arg) {
-  if (args.size() <= value_arg || !args[0].isTensor() || !args[value_arg].isScalar()) return;
-  at::Scalar v = args[value_arg].toScalar();
+  if (args.size() <= value_arg || !args[0].isTensor()) return;
+  const c10::IValue& arg = args[value_arg];
+  if (arg.isTensor()) {
+    const at::Tensor& value = arg.toTensor();
+    if (!value.defined() || value.dim() != 0 || !value.is_complex() || args[0].toTensor().is_complex()) return;
+  } else if (!arg.isScalar()) {
+    return;
+  }
+  at::Scalar v = arg.isTensor() ? arg.toTensor().item() : arg.toScalar();
   AT_DISPATCH_V2(args[0].toTensor().scalar_type(), "fill_", AT_WRAP([&] { (void)v.to<scalar_t>(); }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool, at::kComplexHalf, at::kBComplex32,
                  AT_EXPAND(AT_FLOAT8_TYPES));
@@ -199,9 +210,15 @@ void multinomial_check(const std::vector<c10::IValue>& args) {
   TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
   TORCH_CHECK(at::isFloatingType(self.scalar_type()),
               "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
+  if (args.size() >= 5 && args[4].isTensor()) {  // multinomial.out(..., generator, out)
+    at::ScalarType out = args[4].toTensor().scalar_type();
+    TORCH_CHECK(out == at::kLong, "multinomial expects Long tensor out, got: ", out);
+  }
   TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
   TORCH_CHECK(replacement || n_sample <= self.size(-1),
               "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  // CPU draws category indices as float32
+  TORCH_CHECK(self.size(-1) <= (int64_t{1} << 24), "number of categories cannot exceed 2^24");
 }
 
 // bernoulli_(p: float): CPU checks the probability on the host.

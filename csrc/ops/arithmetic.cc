@@ -159,8 +159,10 @@ std::vector<Value> compare(LowerCtx& c, Compare dir) {
   return finish(c, c.b.compare(dir, a, b));
 }
 
+// CPU promotes both operands to their common dtype before testing them for
+// zero: logical_and(uint8, tensor(256)) is False (256 wraps to 0 in uint8).
 std::vector<Value> logical(LowerCtx& c, const char* op) {
-  Value a = in(c, 0, ElemType::Pred), b = in(c, 1, ElemType::Pred);
+  Value a = c.b.convert(in(c, 0, c.common), ElemType::Pred), b = c.b.convert(in(c, 1, c.common), ElemType::Pred);
   return finish(c, c.b.binary(op, a, b));
 }
 
