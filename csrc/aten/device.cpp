@@ -218,7 +218,7 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
         rethrow_as_torch_error("device initialisation");
       }
     }
-    TORCH_CHECK(d.index() < n, "torch_tpu: invalid device index ", static_cast<int>(d.index()), " (", n,
+    TORCH_CHECK(d.index() < n, "torch_tpu: The device index is out of range: ", static_cast<int>(d.index()), " (", n,
                 " 'tpu' device(s) available; set TORCH_TPU_CPU_DEVICES=N for more CPU devices)");
     if (d.index() >= 0) t_current_device = d.index();
   }
@@ -397,7 +397,7 @@ using namespace ttpu;
 
 static void check_device_index(int device) {
   int n = runtime::device_count_noexcept();
-  TORCH_CHECK_INDEX(device >= 0 && device < n, "torch_tpu: invalid device index ", device, " (", n,
+  TORCH_CHECK_INDEX(device >= 0 && device < n, "torch_tpu: The device index is out of range: ", device, " (", n,
                     " device(s) available)");
 }
 
