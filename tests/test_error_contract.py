@@ -204,3 +204,17 @@ def test_masked_fill_with_a_complex_value_tensor_into_a_real_tensor_raises_cpus_
         torch.arange(2))
     assert "value cannot be converted to type int64_t without overflow" in str(cpu_err)
     assert "value cannot be converted to type int64_t without overflow" in str(dev_err)
+
+
+@pytest.mark.parametrize("args", [(3, 0, 0), (-4, 0, 0), (1, 11, 0), (1, -11, 0), (2, 0, 11), (0, 0, -1)],
+                         ids=["dim_beyond", "dim_below", "start_beyond", "start_below", "too_long", "negative_length"])
+def test_narrow_copy_checks_like_cpus_kernel(args):
+    # CPU's kernel: a non-negative dim beyond the rank is a RuntimeError, a negative one an
+    # IndexError; start out of range an IndexError; start + length beyond the size a RuntimeError
+    cpu_err, dev_err = assert_same_error(lambda t: t.narrow_copy(*args), make_tensor((4, 10, 5)))
+    assert str(cpu_err).splitlines()[0].split(" (")[0].strip() in str(dev_err)
+
+
+def test_narrow_copy_values_like_cpu():
+    check(lambda t: t.narrow_copy(1, -3, 2), make_tensor((4, 10, 5)))
+    check(lambda t: t.narrow_copy(0, 1, 2), make_tensor((4, 10, 5)).transpose(0, 2))

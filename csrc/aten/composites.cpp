@@ -14,6 +14,22 @@
 
 namespace ttpu::aten {
 
+// narrow_copy: a copy of narrow(), with CPU's kernel's checks in its order. A
+// non-negative dim beyond the rank is CPU's RuntimeError (its kernel indexes
+// the sizes before wrapping); a negative one wraps, an IndexError, as narrow's.
+at::Tensor narrow_copy(const at::Tensor& self, int64_t dim, c10::SymInt start, c10::SymInt length) {
+  TORCH_CHECK(self.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
+  TORCH_CHECK(dim < self.dim(), "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.");
+  dim = c10::maybe_wrap_dim(dim, self.dim());
+  const int64_t size = self.size(dim), len = length.guard_int(__FILE__, __LINE__);
+  int64_t first = start.guard_int(__FILE__, __LINE__);
+  TORCH_CHECK_INDEX(-size <= first && first <= size, "start out of range (expected to be in range of [", -size, ", ",
+                    size, "], but got ", first, ")");
+  if (first < 0) first += size;
+  TORCH_CHECK(len >= 0 && first <= size - len, "start (", first, ") + length (", len, ") exceeds dimension size (", size, ").");
+  return self.narrow(dim, first, len).clone(at::MemoryFormat::Contiguous);
+}
+
 // torch.equal: same sizes and every element equal (eq's promotion: 1.0
 // equals 1; NaN equals nothing), as CPU's kernel answers. It returns a host
 // bool, so it waits for the device (a sync point in DeferAndFuse).

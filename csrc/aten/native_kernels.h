@@ -84,6 +84,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_new(
     std::array<bool, 3> output_mask, const at::Tensor& reserve);
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask);
 bool equal(const at::Tensor& self, const at::Tensor& other);
+at::Tensor narrow_copy(const at::Tensor& self, int64_t dim, c10::SymInt start, c10::SymInt length);
 at::Tensor& bernoulli_out(const at::Tensor& self, std::optional<at::Generator> generator, at::Tensor& out);
 at::Tensor transformer_encoder_layer_fwd(
     const at::Tensor& src, int64_t embed_dim, int64_t num_heads, const at::Tensor& qkv_weight,

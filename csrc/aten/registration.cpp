@@ -115,6 +115,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero.out", nonzero_out);
   m.impl("masked_select", masked_select);
   m.impl("equal", equal);
+  m.impl("narrow_copy", narrow_copy);
   m.impl("bernoulli.out", bernoulli_out);
   m.impl("_transformer_encoder_layer_fwd", transformer_encoder_layer_fwd);
   m.impl("masked_select.out", masked_select_out);
