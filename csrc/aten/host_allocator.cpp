@@ -107,7 +107,7 @@ class PinnedAllocator final : public at::HostAllocator {
       std::erase_if(released_, [&](uintptr_t a) {
         auto it = blocks_.find(a);
         if (it->second.busy()) return false;
-        count(it->second.nbytes, /*alloc=*/false);
+        count_freed(it->second.nbytes);
         blocks_.erase(it);
         done.push_back(reinterpret_cast<void*>(a));
         return true;
@@ -120,11 +120,29 @@ class PinnedAllocator final : public at::HostAllocator {
   std::array<c10::CachingAllocator::Stat*, 4> counters() {
     return {&stats_.active_requests, &stats_.allocations, &stats_.active_bytes, &stats_.allocated_bytes};
   }
+  // As CUDA's host allocator counts: a block stops being active when its
+  // owner frees it, and stops being allocated when it goes back to the
+  // system (later, if a copy still reads it).
   void count(size_t nbytes, bool alloc) {
-    auto [requests, allocations, active, allocated] = counters();
-    for (auto* st : {requests, allocations}) alloc ? st->increase(1) : st->decrease(1);
-    for (auto* st : {active, allocated}) alloc ? st->increase(nbytes) : st->decrease(nbytes);
-    (alloc ? stats_.num_host_alloc : stats_.num_host_free)++;
+    if (alloc) {
+      stats_.active_requests.increase(1);
+      stats_.allocations.increase(1);
+      stats_.active_bytes.increase(nbytes);
+      stats_.allocated_bytes.increase(nbytes);
+      stats_.num_host_alloc++;
+      return;
+    }
+    count_inactive(nbytes);
+    count_freed(nbytes);
+  }
+  void count_inactive(size_t nbytes) {
+    stats_.active_requests.decrease(1);
+    stats_.active_bytes.decrease(nbytes);
+  }
+  void count_freed(size_t nbytes) {
+    stats_.allocations.decrease(1);
+    stats_.allocated_bytes.decrease(nbytes);
+    stats_.num_host_free++;
   }
   std::mutex mu_;
   std::map<uintptr_t, Block> blocks_;
@@ -141,6 +159,7 @@ void PinnedAllocator::release(void* p) {
     auto it = g_pinned.blocks_.find(reinterpret_cast<uintptr_t>(p));
     if (it != g_pinned.blocks_.end()) {
       if (it->second.busy()) {
+        g_pinned.count_inactive(it->second.nbytes);
         g_pinned.released_.push_back(it->first);
         return;
       }

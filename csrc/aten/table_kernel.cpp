@@ -335,7 +335,7 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(dev)));
 
-  if (plan_.variant != Variant::Functional) check_overlapping_writes(op, args);
+  const bool out_beside_input = plan_.variant != Variant::Functional && check_overlapping_writes(op, args);
 
   // One Marshalled per thread is reused, so the hot path allocates no
   // argument vectors; an op dispatched while it is in use gets its own.
@@ -355,7 +355,7 @@ void TableKernel::run(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   marshal(plan_, *lowering_, op.schema().operator_name(), args, dev, m);
   m.layout = plan_.variant == Variant::Functional && layout_key(args, m.key);
 
-  submit(op, args, m, dev, stack);
+  submit(op, args, m, dev, stack, out_beside_input);
 }
 
 // The op's signature for this key (result types, layouts, check flags),
@@ -376,8 +376,9 @@ const TableKernel::Signature* TableKernel::signature(const c10::OperatorHandle& 
 // runs now (Strict, Debug) or joins the pending graph (DeferAndFuse), from
 // the same emitter; the results come back as buffers either way.
 void TableKernel::submit(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
-                         torch::jit::Stack* stack) {
+                         torch::jit::Stack* stack, bool out_beside_input) {
   const Signature* sig = signature(op, args, m);
+  if (out_beside_input) check_resized_out_overlap(op, args, *sig);
   // two pointers: std::function keeps them inline (no allocation per call)
   runtime::EmitFn fn = [this, sig](shlo::Builder& b, const std::vector<shlo::Value>& ins) {
     return emit(b, ins, *sig, /*known=*/true).results;
@@ -731,7 +732,7 @@ void TableKernel::compute_in_result_dtype(const std::vector<c10::IValue>& args, 
 // wrote. Twins sharing one CPU storage where the arguments share one let
 // CPU decide. An argument that is the written tensor itself (`x.mul_(x)`)
 // is a full overlap, which CPU's elementwise kernels allow: no twins then.
-void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
+bool TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
                                            const std::vector<c10::IValue>& args) const {
   bool overlapping = false;
   std::vector<at::Tensor> written, read;
@@ -756,21 +757,9 @@ void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
       disjoint = disjoint || st == at::MemOverlapStatus::No;
     }
   }
-  // An out= that shares a storage with an input without overlapping it (or
-  // is an empty input) may overlap it once CPU resizes out to the result's
-  // shape (`gather(x, 0, i[1:], out=i[:1])`, `cat([e, y], out=e)` with e
-  // empty): CPU's twins, resized the same way, decide about the overlap
-  // (their other errors say nothing: they hold zeros). Rare, so not cached.
-  if (!aliased && disjoint && plan_.variant == Variant::Out && twins_are_small(args)) {
-    try {
-      run_on_cpu_twins(op, args, nullptr, nullptr, /*keep_aliasing=*/true);
-    } catch (const c10::Error& e) {
-      if (std::string(e.what()).find("single memory location") != std::string::npos) throw;
-    }
-  }
   if (aliased) {
     run_on_cpu_twins(op, args, nullptr, nullptr, /*keep_aliasing=*/true);
-    return;
+    return false;
   }
   // out= that is an input (take(x, i, out=x)): whether CPU refuses depends on
   // the op alone (kernels that assert no overlap refuse, elementwise ones
@@ -788,14 +777,41 @@ void TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
       } catch (const c10::Error& e) {
         // another refusal (CPU has no kernel for this dtype, a shape error)
         // says nothing about overlap: asked again next time
-        if (std::string(e.what()).find("single memory location") == std::string::npos) return;
+        if (std::string(e.what()).find("single memory location") == std::string::npos) return false;
         full_out_overlap_.store(1, std::memory_order_relaxed);
         throw;
       }
     }
   }
-  if (!overlapping) return;
-  run_on_cpu_twins(op, args);
+  if (overlapping) run_on_cpu_twins(op, args);
+  return disjoint && plan_.variant == Variant::Out;
+}
+
+// An out= that shares a storage with an input without overlapping it (or is
+// an empty input) overlaps it once resized to the result's shape when it
+// grows into the input (`gather(i.clone(), 0, i[1:], out=i[:1])`, `cat([e, y],
+// out=e)` with e empty): then CPU's twins, resized the same way, decide about
+// the overlap (their other errors say nothing: they hold zeros). Only when
+// some out= is resized, and never for ops drawing random numbers (the twins
+// would draw from CPU's generator).
+void TableKernel::check_resized_out_overlap(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                                            const Signature& sig) const {
+  bool resized = false;
+  size_t k = 0;
+  for (size_t i = 0; i < args.size() && i < plan_.args.size(); ++i) {
+    if (!plan_.args[i].is_out || !args[i].isTensor()) continue;
+    const at::Tensor& out = args[i].toTensor();
+    if (k < sig.outs.size() && out.defined() && !out.sizes().equals(sig.outs[k].dims)) resized = true;
+    ++k;
+  }
+  if (!resized || !twins_are_small(args)) return;
+  for (const auto& a : op.schema().arguments())
+    if (a.type()->str().find("Generator") != std::string::npos) return;
+  try {
+    run_on_cpu_twins(op, args, nullptr, nullptr, /*keep_aliasing=*/true);
+  } catch (const std::exception& e) {
+    if (std::string(e.what()).find("single memory location") != std::string::npos) throw;
+  }
 }
 
 void TableKernel::deliver(const std::vector<c10::IValue>& args, std::vector<BufferPtr> outputs,

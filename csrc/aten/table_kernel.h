@@ -63,7 +63,7 @@ class TableKernel final : public c10::OperatorKernel {
 
   void run(const c10::OperatorHandle& op, torch::jit::Stack* stack);
   void submit(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m, int dev,
-              torch::jit::Stack* stack);
+              torch::jit::Stack* stack, bool out_beside_input = false);
   // Signatures are never dropped, so the pointer stays valid (recorded graphs keep it).
   const Signature* signature(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m);
   Signature derive(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, Marshalled& m);
@@ -86,7 +86,11 @@ class TableKernel final : public c10::OperatorKernel {
                         bool meta_refused = false);
   bool out_from_functional(const std::vector<c10::IValue>& args, Signature& sig);
   std::vector<ResultLayout> result_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
-  void check_overlapping_writes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
+  // Whether an out= shares a storage with an input without overlapping it
+  // (checked again once the result's shape is known: a resize may make them overlap).
+  bool check_overlapping_writes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) const;
+  void check_resized_out_overlap(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                                 const Signature& sig) const;
 
   const ops::Lowering* lowering_;
   std::once_flag planned_;

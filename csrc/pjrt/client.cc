@@ -288,8 +288,8 @@ namespace {
 // PJRT_Event_OnReady callback of an asynchronous upload: the plugin is done
 // with the host memory.
 void host_buffer_done(PJRT_Error* error, void* arg) {
-  auto* done = static_cast<std::function<void()>*>(arg);
-  (*done)();
+  auto* done = static_cast<std::shared_ptr<Client::HostDone>*>(arg);
+  (*done)->fire();
   delete done;
   if (error && g_api) destroy_error(g_api, error);
 }
@@ -297,40 +297,46 @@ void host_buffer_done(PJRT_Error* error, void* arg) {
 
 BufferPtr Client::from_host(const void* data, const shlo::TensorType& type, int device,
                             std::function<void()> on_done) {
+  auto host_done = on_done ? std::make_shared<HostDone>() : nullptr;
+  if (host_done) host_done->fn = std::move(on_done);
+  // Until an event owns it, the host memory is released on the way out: a
+  // failed call, or one the plugin finished within, never reads it again.
+  struct ReleaseOnExit {
+    std::shared_ptr<HostDone> done;
+    ~ReleaseOnExit() {
+      if (done) done->fire();
+    }
+  } release_on_exit{host_done};
   auto a = zeroed<PJRT_Client_BufferFromHostBuffer_Args>(PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE);
   a.client = client_;
   a.data = data;
   a.type = to_pjrt(type.elem);
   a.dims = type.dims.data();
   a.num_dims = type.dims.size();
-  a.host_buffer_semantics = on_done ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
-                                    : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.host_buffer_semantics = host_done ? PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes
+                                      : PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   a.device = devices_.at(device);
   check(api_->PJRT_Client_BufferFromHostBuffer(&a), "BufferFromHostBuffer");
   auto buffer = std::make_shared<Buffer>(a.buffer, type.elem, type.dims, device);
-  if (!on_done || !a.done_with_host_buffer) {
+  if (!host_done || !a.done_with_host_buffer) {
     destroy_event(api_, a.done_with_host_buffer);
-    if (on_done) on_done();  // the plugin copied during the call
     return buffer;
   }
+  release_on_exit.done = nullptr;
   auto on = zeroed<PJRT_Event_OnReady_Args>(PJRT_Event_OnReady_Args_STRUCT_SIZE);
   on.event = a.done_with_host_buffer;
   on.callback = &host_buffer_done;
-  on.user_arg = new std::function<void()>(std::move(on_done));
+  on.user_arg = new std::shared_ptr<HostDone>(host_done);
   PJRT_Error* e = api_->PJRT_Event_OnReady(&on);
-  if (e) {  // no callback: wait here, so the host memory is never released early
-    auto* done = static_cast<std::function<void()>*>(on.user_arg);
+  if (e) {  // no callback: the event's retirement below releases the memory, once it is complete
+    delete static_cast<std::shared_ptr<HostDone>*>(on.user_arg);
     destroy_error(api_, e);
-    PJRT_Error* copied = await_event(api_, a.done_with_host_buffer);
-    destroy_event(api_, a.done_with_host_buffer);
-    (*done)();
-    delete done;
-    check(copied, "host-to-device copy");
-    return buffer;
   }
   // The copy is device work like an execution: synchronize() and events
-  // recorded after this call wait for it.
-  track(device, InFlight{a.done_with_host_buffer, {}});
+  // recorded after this call wait for it, and retiring it runs host_done.
+  InFlight entry{a.done_with_host_buffer, {}};
+  entry.host_done = host_done;
+  track(device, std::move(entry));
   return buffer;
 }
 
@@ -547,6 +553,7 @@ void Client::retire(InFlight& entry) {
     int64_t expected = 0;
     entry.done_ns->compare_exchange_strong(expected, now_ns());
   }
+  if (entry.host_done) entry.host_done->fire();
   for (PJRT_Buffer* b : entry.donated) destroy_buffer(api_, b);
   entry.donated.clear();
   destroy_event(api_, entry.done);

@@ -123,6 +123,16 @@ class Client {
   int api_major() const;
   int api_minor() const;
 
+  // An upload's "done with the host memory" action, run once: by the event's
+  // callback or by whoever retires the event, whichever comes first (a
+  // waiter can wake before the callbacks have run).
+  struct HostDone {
+    std::function<void()> fn;
+    std::atomic<bool> fired{false};
+    void fire() {
+      if (!fired.exchange(true)) fn();
+    }
+  };
   // A device copy of host `data`. Without `on_done` the call returns after
   // the plugin has taken what it needs (`data` may change at once). With it
   // the copy may still be running when the call returns: `data` must stay
@@ -214,6 +224,7 @@ class Client {
     std::vector<abi::PJRT_Buffer*> donated;
     uint64_t seq = 0;                                // issue order on the device
     std::shared_ptr<std::atomic<int64_t>> done_ns;  // completion time (0 until complete)
+    std::shared_ptr<HostDone> host_done;            // uploads: run once the event is complete
   };
   void track(int device, InFlight entry);
   void retire(InFlight& entry);  // destroys the entry's event and donated handles
