@@ -90,7 +90,7 @@ void copy_into(const at::Tensor& dst, const at::Tensor& src, bool non_blocking =
     } else if (upload_in_background(dst, src, non_blocking)) {
       auto done = std::make_shared<std::atomic<bool>>(false);
       pinned_record_use(src.data_ptr(), done);
-      value = runtime::upload_async(src.data_ptr(), to, dev, [done] { done->store(true, std::memory_order_release); });
+      value = runtime::upload(src.data_ptr(), to, dev, [done] { done->store(true, std::memory_order_release); });
     } else {
       at::Tensor host = bits != at::ScalarType::Undefined
                             ? src.to(at::kCPU).view(bits).expand(dst.sizes()).contiguous()

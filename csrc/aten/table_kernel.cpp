@@ -83,6 +83,12 @@ void run_on_cpu_twins(const c10::OperatorHandle& op, const std::vector<c10::IVal
   op.callBoxed(cpu);  // throws CPU's error; the CPU result is discarded
 }
 
+// CPU's overlap refusals ("... refer to a single memory location. Please
+// clone() the tensor ..."), told apart from the twins' other errors.
+bool is_overlap_refusal(const std::exception& e) {
+  return std::string(e.what()).find("single memory location") != std::string::npos;
+}
+
 // Whether CPU twins of the arguments are cheap enough to build on an error
 // path (a shape error on a huge tensor must not allocate its CPU copy).
 bool twins_are_small(const std::vector<c10::IValue>& args) {
@@ -777,7 +783,7 @@ bool TableKernel::check_overlapping_writes(const c10::OperatorHandle& op,
       } catch (const c10::Error& e) {
         // another refusal (CPU has no kernel for this dtype, a shape error)
         // says nothing about overlap: asked again next time
-        if (std::string(e.what()).find("single memory location") == std::string::npos) return false;
+        if (!is_overlap_refusal(e)) return false;
         full_out_overlap_.store(1, std::memory_order_relaxed);
         throw;
       }
@@ -810,7 +816,7 @@ void TableKernel::check_resized_out_overlap(const c10::OperatorHandle& op, const
   try {
     run_on_cpu_twins(op, args, nullptr, nullptr, /*keep_aliasing=*/true);
   } catch (const std::exception& e) {
-    if (std::string(e.what()).find("single memory location") != std::string::npos) throw;
+    if (is_overlap_refusal(e)) throw;
   }
 }
 

@@ -244,18 +244,9 @@ std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buf
   return out;
 }
 
-BufferPtr upload(const void* data, const TensorType& type, int device) {
+BufferPtr upload(const void* data, const TensorType& type, int device, std::function<void()> on_done) {
   stats().host_to_device++;
-  if (!trace::on()) return client().from_host(data, type, device);
-  int64_t issued = trace::now_ns();
-  BufferPtr b = client().from_host(data, type, device);
-  trace::note_copy(true, static_cast<int64_t>(b->nbytes()), device, issued, trace::now_ns());
-  return b;
-}
-
-BufferPtr upload_async(const void* data, const TensorType& type, int device, std::function<void()> on_done) {
-  stats().host_to_device++;
-  stats().host_to_device_async++;
+  if (on_done) stats().host_to_device_async++;
   if (!trace::on()) return client().from_host(data, type, device, std::move(on_done));
   int64_t issued = trace::now_ns();
   BufferPtr b = client().from_host(data, type, device, std::move(on_done));

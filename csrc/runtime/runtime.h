@@ -86,12 +86,12 @@ std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buf
 std::vector<BufferPtr> execute(const CompiledOp& op, const std::vector<pjrt::Buffer*>& args, int device,
                                const std::vector<int>& donated);
 
-BufferPtr upload(const void* data, const TensorType& type, int device);
-// The same without waiting for the copy (a non_blocking copy from pinned
-// memory): `data` must stay unchanged until `on_done` runs, on a plugin
-// thread, so it must not take the GIL or block. Readers of the buffer wait
-// for the copy.
-BufferPtr upload_async(const void* data, const TensorType& type, int device, std::function<void()> on_done);
+// A device copy of host `data`. Without `on_done`, `data` may change once
+// this returns. With it (a non_blocking copy from pinned memory) the host
+// does not wait for the copy: `data` must stay unchanged until `on_done`
+// runs, maybe on a plugin thread, so it must not take the GIL or block.
+// Readers of the buffer wait for the copy either way.
+BufferPtr upload(const void* data, const TensorType& type, int device, std::function<void()> on_done = nullptr);
 // A 0-d value (at most 8 bytes) on the device, shared by every caller that
 // asks for the same value: recently used scalars (alpha=1, lr, eps, view
 // offsets) are uploaded once. The cache holds a reference, so such a buffer
