@@ -120,3 +120,40 @@ def test_compiled_graph_checks_every_call():
     with pytest.raises(IndexError, match="index out of range in self"):
         f(idx(0, 5).to("tpu")).item()
     assert f(ok).item() == pytest.approx(float(emb.weight[[0, 4]].sum()))
+
+
+# torch._assert_async (TorchTitan's RoPE asserts its positions with it): a
+# device-side check, as on CUDA, with CPU's message; raises at the next sync
+# (at the op in Debug mode), passes for any nonzero value (NaN, complex 1j).
+@pytest.mark.parametrize("value,args", [
+    (torch.tensor(0.0), ()),
+    (torch.tensor([False]), ("position {} beyond the cache",)),  # the user's braces stay as written
+    (torch.tensor(0), ("",)),
+], ids=["plain", "message", "empty_message"])
+def test_assert_async_raises_cpus_error(value, args):
+    with pytest.raises(RuntimeError) as cpu:
+        torch._assert_async(value, *args)
+    with pytest.raises(RuntimeError) as dev:
+        torch._assert_async(value.to("tpu"), *args)
+        torch.tpu.synchronize()
+    assert str(cpu.value) in str(dev.value), (str(cpu.value), str(dev.value))
+
+
+def test_assert_async_passes_nonzero_and_refuses_more_than_one_value():
+    for v in [torch.tensor(True), torch.tensor(float("nan")), torch.tensor(1j), torch.tensor([3])]:
+        torch._assert_async(v.to("tpu"), "never")
+    torch.tpu.synchronize()
+    for v in [torch.ones(2), torch.ones(0)]:
+        with pytest.raises(RuntimeError) as cpu:
+            torch._assert_async(v)
+        with pytest.raises(RuntimeError, match=re.escape(str(cpu.value))):
+            torch._assert_async(v.to("tpu"))
+
+
+def test_assert_async_in_a_compiled_graph():
+    f = torch.compile(lambda p: (torch._assert_async(p.max() < 8, "position too large"), p * 2)[1], backend="tpu")
+    ok = idx(1, 7).to("tpu")
+    for _ in range(3):
+        assert f(ok).cpu().equal(idx(2, 14))
+    with pytest.raises(RuntimeError, match="position too large"):
+        f(idx(1, 8).to("tpu")).cpu()

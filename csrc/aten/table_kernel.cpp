@@ -303,8 +303,8 @@ void TableKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet,
   try {
     run(op, stack);
   } catch (...) {
-    rethrow_as_torch_error(op.schema().operator_name().name + "." + op.schema().operator_name().overload_name +
-                           " (" + describe_args(*stack, plan_.args.size()) + ")");
+    const c10::OperatorName& name = op.schema().operator_name();
+    rethrow_as_torch_error(name.name + (name.overload_name.empty() ? "" : "." + name.overload_name) + " (" + describe_args(*stack, plan_.args.size()) + ")");
   }
 }
 

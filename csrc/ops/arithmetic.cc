@@ -26,6 +26,24 @@ void check_int_divisor(LowerCtx& c, const Value& d) {
   c.check(ok, c.b.convert(d, ElemType::S64), {false, "ZeroDivisionError"});
 }
 
+// _assert_async(self[, assert_msg]): a one-element tensor must be nonzero.
+// CUDA checks it on the device and reports at a later sync; so do we (the
+// device-side check mechanism; at the op itself in Debug mode). Its size is
+// known while lowering, so a tensor that is not one element raises at once
+// with is_nonzero's words, as on CPU and CUDA.
+std::vector<Value> assert_async(LowerCtx& c) {
+  const Value& x = c.t(0);
+  int64_t n = x.type.numel();
+  if (n == 0) throw std::runtime_error("Boolean value of Tensor with no values is ambiguous");
+  if (n > 1) throw std::runtime_error("Boolean value of Tensor with more than one value is ambiguous");
+  std::string msg = "Expected Tensor with single nonzero value, but got zero";
+  if (c.has(1)) msg = c.str(1).empty() ? "Assertion is failed" : c.str(1);
+  Value v = c.b.reshape(x, {});
+  Value ok = c.b.compare(Compare::NE, v, cst(c, 0, v));
+  c.check(ok, c.b.constant_int(0, ElemType::S64), {false, msg, /*with_value=*/false});
+  return {};
+}
+
 Value alpha_times(LowerCtx& c, size_t alpha_arg, const Value& v) {
   if (!c.has(alpha_arg)) return v;
   return c.b.mul(v, c.scalar_like(alpha_arg, v));
@@ -417,6 +435,7 @@ std::vector<Value> heaviside(LowerCtx& c) {
 }  // namespace
 
 void append_arithmetic(std::vector<Lowering>& t) {
+  t.push_back({"assert_async", assert_async, {"_assert_async", "_assert_async.msg"}});
   t.push_back({"gcd", gcd, {"gcd+"}});
   t.push_back({"lcm", lcm, {"lcm+"}});
   t.push_back({"add", [](LowerCtx& c) { return add_like(c, "add"); }, {"add.Tensor+"}});

@@ -47,8 +47,11 @@ enum class MatmulPrecision { Highest, High, Medium };
 // Debug mode) and raises, naming the op.
 struct CheckSpec {
   bool index_error = true;  // IndexError, else RuntimeError
-  std::string message;      // "{}" is replaced by the offending value
-  bool operator==(const CheckSpec& o) const { return index_error == o.index_error && message == o.message; }
+  std::string message;      // "{}" is replaced by the offending value ...
+  bool with_value = true;   // ... unless the message is the user's own (_assert_async's)
+  bool operator==(const CheckSpec& o) const {
+    return index_error == o.index_error && message == o.message && with_value == o.with_value;
+  }
 };
 constexpr int64_t kCheckPassed = INT64_MIN;
 // A check that fails for every value, known while lowering (an index into a

@@ -22,7 +22,7 @@ constexpr size_t kMaxPending = 256;
 
 std::string format(const Pending& p, int64_t value) {
   std::string msg = p.spec.message;
-  auto at = msg.find("{}");
+  auto at = p.spec.with_value ? msg.find("{}") : std::string::npos;
   if (at != std::string::npos) msg.replace(at, 2, std::to_string(value));
   const char* when = mode() == Mode::Debug ? "at the op (Debug mode)"
                                            : "at the first sync point after it (TORCH_TPU_LAUNCH_BLOCKING=1 raises "
