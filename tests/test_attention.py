@@ -231,3 +231,56 @@ def test_bucketed_lengths_match_cpu(case):
         assert torch.isfinite(out.cpu()).all()
         torch.testing.assert_close(out.cpu(), ref, **TOL)
     assert tpu_compile.stats()["bucketed_graphs"] >= 1, tpu_compile.bucket_refusals()
+
+
+# FlexAttention (TorchTitan's attention): torch refuses devices outside a fixed
+# set; torch_tpu/_integrations/flex_attention.py lets 'tpu' run its dense
+# form. CPU refuses flex backward, so the oracle is CPU's SDPA with the same
+# mask (causal; causal + sliding window as a boolean mask), and CPU's flex
+# forward for a score_mod.
+def _causal(b, h, q, k):
+    return q >= k
+
+
+def _window(b, h, q, k):
+    return (q >= k) & (q - k < 3)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("mask_mod", [_causal, _window], ids=["causal", "window"])
+def test_flex_attention_forward_and_backward_match_cpu_sdpa(mask_mod, compiled):
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    q, k, v = qkv(lq=16, lk=16)
+    L = 16
+    dense = mask_mod(0, 0, torch.arange(L)[:, None], torch.arange(L)[None, :])
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=dense)
+    ref.square().sum().backward()
+    qt, kt, vt = (t.detach().to("tpu").requires_grad_() for t in (q, k, v))
+    make_mask = torch.compile(create_block_mask) if compiled else create_block_mask  # no tensor inputs: still ours
+    attend = torch.compile(flex_attention) if compiled else flex_attention  # default backend: sent to ours
+    bm = make_mask(mask_mod, 2, 4, L, L, device="tpu")
+    assert bm.kv_num_blocks.device.type == "tpu"
+    out = attend(qt, kt, vt, block_mask=bm)
+    out.square().sum().backward()
+    torch.testing.assert_close(out.cpu(), ref, **TOL)
+    for got, want in ((qt, q), (kt, k), (vt, v)):
+        torch.testing.assert_close(got.grad.cpu(), want.grad, **TOL)
+
+
+def test_flex_attention_score_mod_matches_cpu_flex():
+    from torch.nn.attention.flex_attention import flex_attention
+
+    def bias(score, b, h, q, k):
+        return score + (q - k).float() * 0.1 * (h + 1)
+
+    q, k, v = qkv(lq=8, lk=8, grad=False)
+    want = flex_attention(q, k, v, score_mod=bias)
+    got = flex_attention(*(t.to("tpu") for t in (q, k, v)), score_mod=bias)
+    torch.testing.assert_close(got.cpu(), want, **TOL)
+
+
+def test_flex_attention_keeps_torchs_other_checks():
+    from torch.nn.attention.flex_attention import flex_attention
+    q, k, v = (t.detach().to("tpu") for t in qkv(hk=3))
+    with pytest.raises(ValueError, match="same number of heads"):
+        flex_attention(q, k, v)
