@@ -203,3 +203,16 @@ def test_bad_plugin_path_raises_runtime_error():
     assert BAD_PLUGIN in out["first"], out["first"]
     assert out["second"] is not None and not out["second"].startswith("WRONG TYPE"), out
 
+
+
+def test_set_device_initialises_the_backend_as_on_cuda():
+    # DeviceMesh (and TorchTitan through it) picks a device from LOCAL_RANK
+    # unless the backend is initialised; the user's set_device must count.
+    r = run_python("""
+        import json, torch, torch_tpu
+        before = torch.tpu.is_initialized()
+        torch.tpu.set_device(0)
+        print(json.dumps({"before": before, "after": torch.tpu.is_initialized()}))
+    """)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _last_json(r.stdout) == {"before": False, "after": True}

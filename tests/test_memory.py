@@ -147,6 +147,8 @@ def test_memory_info_and_summary():
     free2, total2 = torch.accelerator.get_memory_info()
     assert total2 == total and abs(free2 - free) < 256 * MiB  # free memory moves a little between calls
     assert 0 < free <= total
+    # as on CUDA, the device's properties carry its capacity (tools divide by it)
+    assert torch.tpu.get_device_properties(0).total_memory == total
     s = torch.tpu.memory_summary()
     assert "Allocated memory" in s and "tpu:0" in s
 

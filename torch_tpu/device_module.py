@@ -84,7 +84,10 @@ class _DeviceProperties:
         self.platform = info["platform_name"]
         self.pjrt_api_version = info["pjrt_api_version"]
         self.plugin_path = info["plugin_path"]
-        self.total_memory = 0  # unknown through PJRT on the CPU plugin
+        # As torch.cuda's: the memory the device can hold (the plugin's limit;
+        # host memory on the CPU plugin). Tools size themselves from it
+        # (TorchTitan's memory monitor divides by it).
+        self.total_memory = int(_C.mem_get_info(idx)[1])
 
     def __repr__(self):
         return (f"_TpuDeviceProperties(name={self.name!r}, platform={self.platform!r}, "

@@ -448,6 +448,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("current_device", [] { return aten::current_device(); });
   m.def("set_device", [](int device) {
     check_device_index(device);
+    // As torch.cuda.set_device: choosing a device initialises the backend, so
+    // is_initialized() is true afterwards (DeviceMesh would otherwise pick a
+    // device itself from LOCAL_RANK, overriding the user's choice).
+    try {
+      runtime::client();
+    } catch (...) {
+      aten::rethrow_as_torch_error("device initialisation");
+    }
     c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
         ->setDevice(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
   });
