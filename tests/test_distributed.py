@@ -98,3 +98,16 @@ def test_mismatched_shapes_or_dtypes_raise_on_every_rank():
     check_all(launch("mismatch"), ["mismatch_all_reduce[shape]", "mismatch_all_reduce[dtype]",
                                    "mismatch_broadcast[shape]", "mismatch_all_gather_into_tensor[shape]",
                                    "mismatch_then_all_reduce"])
+
+
+def test_point_to_point_sends_before_receives_and_batches():
+    check_all(launch("p2p"), ["p2p[send_first]", "p2p[batch_isend_irecv]"])
+
+
+def test_premul_sum_and_coalescing_manager():
+    check_all(launch("premul_sum,coalesced"), ["premul_sum[all_reduce]", "premul_sum[reduce_scatter_tensor]",
+                                               "coalesced[all_reduce]"])
+
+
+def test_pipeline_parallel_two_stages_match_the_whole_model_on_cpu():
+    check_all(launch("pipeline"), ["pipeline[gpipe]", "pipeline[1f1b]"])

@@ -70,6 +70,64 @@ class _DoneWork(_CWork):
         pass
 
 
+class _PendingWork(_CWork):
+    """A point-to-point op in flight on gloo (send/recv run asynchronously,
+    as on NCCL: pipelining posts a rank's sends before its receives, and a
+    send that waited for its receiver at once would deadlock two ranks that
+    both send first). wait() waits for gloo, then runs `finish` once (a recv
+    copies the host buffer into the 'tpu' tensors)."""
+
+    def __init__(self, gloo_work, result, finish=None):
+        super().__init__()
+        self._gloo_work = gloo_work
+        self._result = result
+        self._finish = finish
+        self._future = torch.futures.Future()
+
+    def wait(self, timeout=None):
+        if not self._future.done():
+            if timeout is None or timeout == datetime.timedelta(0):
+                self._gloo_work.wait()
+            else:
+                self._gloo_work.wait(timeout)
+            if self._finish is not None:
+                self._finish()
+            self._future.set_result(self._result)
+        return True
+
+    def is_completed(self):
+        return self._future.done()
+
+    def is_success(self):
+        return self._future.done()
+
+    def result(self):
+        self.wait()
+        return self._result
+
+    def get_future(self):
+        self.wait()
+        return self._future
+
+    def synchronize(self):
+        self.wait()
+
+
+class _GroupWork(_PendingWork):
+    """What end_coalescing returns: waits for every op issued in the block."""
+
+    def __init__(self, works):
+        super().__init__(None, [])
+        self._works = works
+
+    def wait(self, timeout=None):
+        if not self._future.done():
+            for w in self._works:
+                w.wait(timeout)
+            self._future.set_result([])
+        return True
+
+
 def _host(t: torch.Tensor) -> torch.Tensor:
     return t.detach().to("cpu").contiguous()
 
@@ -149,16 +207,33 @@ class TpuBackend(_CBackend):
                            f"(TORCH_TPU_COLLECTIVE_CHECKS=0 turns this check off)")
 
     def _reduce_opts(self, opts, cls):
-        """Gloo has no AVG: run SUM and divide afterwards."""
-        avg = opts.reduceOp == dist.ReduceOp.AVG
-        if not avg:
-            return opts, False
+        """Gloo has neither AVG nor PREMUL_SUM: AVG runs as SUM divided
+        afterwards, PREMUL_SUM(f) as SUM of each rank's input times f (NCCL's
+        meaning; FSDP2 divides gradients with it). Returns the options gloo
+        runs, whether to divide by the world size, and the factor (or None)."""
+        op = opts.reduceOp
+        avg = op == dist.ReduceOp.AVG
+        premul = op == dist.ReduceOp.PREMUL_SUM
+        if not avg and not premul:
+            return opts, False, None
         o = cls()
         o.reduceOp = dist.ReduceOp.SUM
         for name in ("timeout", "rootRank", "rootTensor"):
             if hasattr(opts, name):
                 setattr(o, name, getattr(opts, name))
-        return o, True
+        factor = None
+        if premul:
+            factor = op.__getstate__()[1]
+            if isinstance(factor, torch.Tensor):
+                factor = factor.item()
+        return o, avg, factor
+
+    @staticmethod
+    def _premul(hosts, factor):
+        if factor is not None:
+            for h in hosts:
+                h.mul_(factor)
+        return hosts
 
     def _allreduce_opts(self, opts):
         """An all_reduce with `opts`' reduce op (reduce_scatter and the
@@ -173,7 +248,8 @@ class TpuBackend(_CBackend):
                 if not h.is_floating_point() and not h.is_complex():
                     raise RuntimeError(f"torch_tpu: ReduceOp.AVG needs a floating point tensor, got {h.dtype}")
                 h = h / self._size
-            t.copy_(h)
+            with torch.no_grad():  # a write into the tensor's memory, as NCCL's; not an autograd op
+                t.copy_(h)
         return _DoneWork(targets)
 
     # -- collectives -----------------------------------------------------------
@@ -181,17 +257,23 @@ class TpuBackend(_CBackend):
     def allreduce(self, tensors, opts=None):
         opts = opts or dist.AllreduceOptions()
         self._agree("all_reduce", tensors)
-        o, avg = self._reduce_opts(opts, dist.AllreduceOptions)
-        hosts = [_host(t) for t in tensors]
+        o, avg, factor = self._reduce_opts(opts, dist.AllreduceOptions)
+        hosts = self._premul([_host(t) for t in tensors], factor)
         self._run(self._gloo.allreduce(hosts, o))
         return self._finish(tensors, hosts, avg)
 
     def allreduce_coalesced(self, tensors, opts=None):
         opts = opts or dist.AllreduceCoalescedOptions()
         self._agree("all_reduce", tensors)
-        hosts = [_host(t) for t in tensors]
-        o, avg = self._allreduce_opts(opts)
-        self._run(self._gloo.allreduce(hosts, o))
+        o, avg, factor = self._allreduce_opts(opts)
+        hosts = self._premul([_host(t) for t in tensors], factor)
+        # gloo's all_reduce takes tensors of one shape: one flat buffer per dtype
+        for dtype in dict.fromkeys(h.dtype for h in hosts):
+            group = [h for h in hosts if h.dtype == dtype]
+            flat = torch.cat([h.reshape(-1) for h in group])
+            self._run(self._gloo.allreduce([flat], o))
+            for h, part in zip(group, flat.split([h.numel() for h in group])):
+                h.copy_(part.view_as(h))
         return self._finish(tensors, hosts, avg)
 
     def broadcast(self, tensors, opts=None):
@@ -204,8 +286,8 @@ class TpuBackend(_CBackend):
     def reduce(self, tensors, opts=None):
         opts = opts or dist.ReduceOptions()
         self._agree("reduce", tensors)
-        o, avg = self._reduce_opts(opts, dist.ReduceOptions)
-        hosts = [_host(t) for t in tensors]
+        o, avg, factor = self._reduce_opts(opts, dist.ReduceOptions)
+        hosts = self._premul([_host(t) for t in tensors], factor)
         self._run(self._gloo.reduce(hosts, o))
         if self._rank != opts.rootRank:
             return _DoneWork(tensors)  # only the root's tensor is defined after a reduce
@@ -236,10 +318,10 @@ class TpuBackend(_CBackend):
         opts = opts or dist.ReduceScatterOptions()
         self._agree("reduce_scatter", list(output_tensors) + _flat(input_tensors))
         # as a reduce of each chunk list through allreduce, then the own chunk
-        o, avg = self._allreduce_opts(opts)
+        o, avg, factor = self._allreduce_opts(opts)
         results = []
         for out, ins in zip(output_tensors, input_tensors):
-            stacked = torch.stack([_host(t) for t in ins])
+            stacked = self._premul([torch.stack([_host(t) for t in ins])], factor)[0]
             self._run(self._gloo.allreduce([stacked], o))
             results.append((out, stacked[self._rank]))
         for out, h in results:
@@ -283,19 +365,40 @@ class TpuBackend(_CBackend):
         self._run(self._gloo.alltoall(hosts_out, [_host(t) for t in input_tensors], opts))
         return self._finish(output_tensors, hosts_out)
 
+    # -- coalescing (dist._coalescing_manager(device=...), batch_isend_irecv) --
+    # Collectives complete before they return; point-to-point ops stay in
+    # flight, so a block's Work waits for those issued inside it.
+
+    def start_coalescing(self):
+        self._coalesced = []
+
+    def end_coalescing(self):
+        works, self._coalesced = getattr(self, "_coalesced", None) or [], None
+        return _GroupWork(works)
+
+    def _in_flight(self, work):
+        if getattr(self, "_coalesced", None) is not None:
+            self._coalesced.append(work)
+        return work
+
     def send(self, tensors, dst_rank, tag=0):
-        self._run(self._gloo.send([_host(t) for t in tensors], dst_rank, tag))
-        return _DoneWork(tensors)
+        hosts = [_host(t) for t in tensors]  # waits for the work producing them
+        return self._in_flight(_PendingWork(self._gloo.send(hosts, dst_rank, tag), tensors))
+
+    def _recv_work(self, tensors, hosts, gloo_work):
+        def finish():
+            with torch.no_grad():  # a write into the buffer's memory, as NCCL's; not an autograd op
+                for t, h in zip(tensors, hosts):
+                    t.copy_(h)
+        return self._in_flight(_PendingWork(gloo_work, tensors, finish))
 
     def recv(self, tensors, src_rank, tag=0):
         hosts = [torch.empty_like(t, device="cpu") for t in tensors]
-        self._run(self._gloo.recv(hosts, src_rank, tag))
-        return self._finish(tensors, hosts)
+        return self._recv_work(tensors, hosts, self._gloo.recv(hosts, src_rank, tag))
 
     def recv_anysource(self, tensors, tag=0):
         hosts = [torch.empty_like(t, device="cpu") for t in tensors]
-        self._run(self._gloo.recv_anysource(hosts, tag))
-        return self._finish(tensors, hosts)
+        return self._recv_work(tensors, hosts, self._gloo.recv_anysource(hosts, tag))
 
     def barrier(self, opts=None):
         torch.tpu.synchronize()

@@ -260,6 +260,89 @@ def mismatch(gloo):
     report("mismatch_then_all_reduce", [x], [torch.full((3,), float(sum(range(1, WORLD + 1))))])
 
 
+def p2p(gloo):
+    """Point to point as pipelining uses it: every rank sends before it
+    receives (a send that waited for its receiver at once deadlocks), the
+    received buffer requires grad, and batch_isend_irecv runs a ring."""
+    peer = (RANK + 1) % WORLD
+    prev = (RANK - 1) % WORLD
+    x = data((5,), seed=20)
+    y = torch.empty(5, device="tpu", requires_grad=True)
+    w = dist.isend(x.to("tpu"), dst=peer)
+    r = dist.irecv(y, src=prev)
+    w.wait(); r.wait()
+    want = torch.randn(5, generator=torch.Generator().manual_seed(20 * 100 + prev)) * 10
+    report("p2p[send_first]", [y.detach()], [want])
+    z = torch.empty(5, device="tpu")
+    ops = [dist.P2POp(dist.isend, (x * 3).to("tpu"), peer), dist.P2POp(dist.irecv, z, prev)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    report("p2p[batch_isend_irecv]", [z], [want * 3])
+
+
+def premul_sum(gloo):
+    """ReduceOp.PREMUL_SUM (FSDP2 divides gradients with it): the sum of each
+    rank's input times the factor, as on NCCL; gloo's reference multiplies first."""
+    x = data((4, 6), seed=30)
+    d = x.to("tpu")
+    dist.all_reduce(d, op=dist._make_nccl_premul_sum(0.25))
+    c = x * 0.25
+    dist.all_reduce(c, group=gloo)
+    report("premul_sum[all_reduce]", [d], [c])
+    out_d = torch.empty(4 // WORLD, 6, device="tpu")
+    dist.reduce_scatter_tensor(out_d, x.to("tpu"), op=dist._make_nccl_premul_sum(0.5))
+    full = x * 0.5
+    dist.all_reduce(full, group=gloo)
+    report("premul_sum[reduce_scatter_tensor]", [out_d], [full.chunk(WORLD)[RANK]])
+
+
+def coalesced(gloo):
+    """Several collectives in one _coalescing_manager block (what FSDP and
+    batch_isend_irecv build on), waited for together."""
+    a, b = data((3,), seed=40), data((2, 2), seed=41)
+    da, db = a.to("tpu"), b.to("tpu")
+    with dist._coalescing_manager(device=torch.device("tpu"), async_ops=True) as cm:
+        dist.all_reduce(da)
+        dist.all_reduce(db)
+    cm.wait()
+    dist.all_reduce(a, group=gloo); dist.all_reduce(b, group=gloo)
+    report("coalesced[all_reduce]", [da, db], [a, b])
+
+
+def pipeline(gloo):
+    """torch.distributed.pipelining: a 4-layer MLP split in 2 stages, one per
+    rank (each rank runs a different program), 4 microbatches, GPipe and
+    1F1B; the loss and each stage's gradients equal the unsplit model's on CPU."""
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    def full_model():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 4))
+
+    gen = torch.Generator().manual_seed(7)
+    x, y = torch.randn(8, 8, generator=gen), torch.randn(8, 4, generator=gen)
+    ref = full_model()
+    ref_loss = nn.functional.mse_loss(ref(x), y, reduction="sum")
+    ref_loss.backward()
+    split = {0: slice(0, 2), 1: slice(2, 5)}[RANK]
+    for name, schedule_cls in (("gpipe", ScheduleGPipe), ("1f1b", Schedule1F1B)):
+        part = full_model()[split].to("tpu")
+        stage = PipelineStage(part, RANK, WORLD, torch.device("tpu"))
+        losses = []
+        sched = schedule_cls(stage, n_microbatches=4, scale_grads=False,
+                             loss_fn=lambda out, tgt: nn.functional.mse_loss(out, tgt, reduction="sum"))
+        if RANK == 0:
+            sched.step(x.to("tpu"))
+        else:
+            sched.step(target=y.to("tpu"), losses=losses)
+        want = [p.grad for p in ref[split].parameters()]
+        got = [p.grad for p in part.parameters()]
+        if RANK == WORLD - 1:
+            got.append(torch.stack(losses).sum().reshape(1))
+            want.append(ref_loss.detach().reshape(1))
+        report(f"pipeline[{name}]", got, want)
+
+
 def main():
     checks = sys.argv[1].split(",")
     backend = os.environ.get("TTPU_TEST_BACKEND", "tpu") or None  # "": init_process_group()'s default map
