@@ -11,7 +11,14 @@ VPY := $(VENV)/bin/python
 SRCS := $(shell find csrc -name '*.cc' -o -name '*.cpp' -o -name '*.h') setup.py
 BUILD_ENV := TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2
 
-.PHONY: demo test test-all test-hf bench conformance fuzz build clean link
+.PHONY: demo test test-all test-hf bench conformance fuzz build clean link titan
+
+# TorchTitan (issue #17) needs datasets, whose huggingface_hub pin conflicts
+# with the Transformers stack's: its own venv, keyed by both requirement
+# files, layered on the main venv (torch, torch_tpu) through a .pth file, so
+# torch is installed once and never resolved again.
+TITAN_HASH := $(shell cat requirements-titan.txt requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+TITAN_DIR := $(HOME)/.cache/torch_tpu/titan-$(TITAN_HASH)
 
 $(VENV_DIR)/.complete: requirements.txt pyproject.toml
 	@test -x $(VENV_DIR)/bin/python || $(PYTHON) -m venv $(VENV_DIR)
@@ -22,6 +29,14 @@ $(VENV_DIR)/.complete: requirements.txt pyproject.toml
 # same venv, re-installed when their pins change, without rebuilding the venv.
 $(VENV_DIR)/.test-complete: requirements-test.txt $(VENV_DIR)/.complete
 	$(VENV_DIR)/bin/pip install -q --disable-pip-version-check -r requirements-test.txt
+	@touch $@
+
+$(TITAN_DIR)/.complete: requirements-titan.txt $(VENV_DIR)/.complete
+	@test -x $(TITAN_DIR)/bin/python || $(PYTHON) -m venv $(TITAN_DIR)
+	@MAIN=$$($(VENV_DIR)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
+	  OWN=$$($(TITAN_DIR)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
+	  echo "import site; site.addsitedir('$$MAIN')" > $$OWN/zz_torch_tpu_main.pth
+	$(TITAN_DIR)/bin/pip install -q --disable-pip-version-check -r requirements-titan.txt -c requirements.txt
 	@touch $@
 
 # The venv is shared by every clone on the machine, so the editable install is
@@ -40,11 +55,16 @@ build: link torch_tpu/.built
 demo: build
 	$(VPY) examples/train_mlp.py
 
-test: build $(VENV_DIR)/.test-complete
-	$(VPY) -m pytest -q -m "not slow" tests
+test: build $(VENV_DIR)/.test-complete $(TITAN_DIR)/.complete
+	TTPU_TITAN_PYTHON=$(TITAN_DIR)/bin/python $(VPY) -m pytest -q -m "not slow" tests
 
-test-all: build $(VENV_DIR)/.test-complete
-	$(VPY) -m pytest -q tests
+test-all: build $(VENV_DIR)/.test-complete $(TITAN_DIR)/.complete
+	TTPU_TITAN_PYTHON=$(TITAN_DIR)/bin/python $(VPY) -m pytest -q tests
+
+# TorchTitan's llama3 debug model, 20 steps, 2 processes: FSDP, TP, pipeline
+# (each against the same run on CPU/gloo) and a resume from its checkpoint.
+titan: build $(TITAN_DIR)/.complete
+	$(TITAN_DIR)/bin/python tools/titan/compare.py --cases $(or $(CASES),single,fsdp,tp,pp,resume)
 
 bench: build
 	$(VPY) bench/run.py
