@@ -78,3 +78,36 @@ def test_unaligned_tokens_refused_as_on_cuda_unless_padded():
     out.sum().backward()
     ref = cpu(x)
     torch.testing.assert_close(out.cpu(), ref, rtol=2e-2, atol=2e-2)
+
+
+# Float8 inference (torchao quantize_ with dynamic float8 activations and
+# weights): torchao asserts CUDA sm89+ before quantizing; for weights on 'tpu'
+# our shim (torch_tpu/_integrations/torchao.py) lets per-tensor and per-row
+# through, since torch._scaled_mm serves them. The oracle is the same
+# quantize_ on CPU (its hardware check lifted for the reference).
+@pytest.mark.parametrize("granularity", ["row", "tensor"])
+def test_float8_inference_quantize_matches_cpu(granularity, monkeypatch):
+    import copy
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor, quantize_
+    import torchao.quantization.quant_api as qa
+    g = PerRow() if granularity == "row" else PerTensor()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 32)).to(torch.bfloat16)
+    x = torch.randn(16, 64, dtype=torch.bfloat16)
+    dev = copy.deepcopy(model).to("tpu")
+    quantize_(dev, Float8DynamicActivationFloat8WeightConfig(granularity=g))  # no hardware check for 'tpu'
+    assert dev[0].weight.device.type == "tpu" and "Float8" in type(dev[0].weight).__name__
+    got = dev(x.to("tpu")).cpu()
+    monkeypatch.setattr(qa, "_check_hardware_support", lambda granularities: None)
+    ref = copy.deepcopy(model)
+    quantize_(ref, Float8DynamicActivationFloat8WeightConfig(granularity=g))
+    torch.testing.assert_close(got, ref(x), atol=1e-2, rtol=1e-2)
+    assert (got.float() - model(x).float()).abs().max() < 0.1  # and near the bf16 model
+
+
+def test_float8_inference_check_kept_for_cpu_weights():
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, quantize_
+    if torch.cuda.is_available():
+        pytest.skip("the check passes on a CUDA machine")
+    with pytest.raises(AssertionError, match="compute capability"):
+        quantize_(nn.Sequential(nn.Linear(64, 32)).to(torch.bfloat16), Float8DynamicActivationFloat8WeightConfig())

@@ -55,5 +55,7 @@ def install():
     _patch_when_imported("accelerate.state", _acc.patch)
     from . import flex_attention as _flex
     _patch_when_imported("torch.nn.attention.flex_attention", _flex.patch)
+    from . import torchao as _ao
+    _patch_when_imported("torchao.quantization.quant_api", _ao.patch)
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
