@@ -313,9 +313,49 @@ def test_block_scaled_mm_refusals_name_the_problem():
     with pytest.raises(ValueError, match="SWIZZLE_32_4_4 block scales need 128 x 4"):
         scaled_mm(a, a.t(), s, ScalingType.BlockWise1x32, s, ScalingType.BlockWise1x32,
                   swizzle_a=SwizzleType.SWIZZLE_32_4_4, swizzle_b=SwizzleType.SWIZZLE_32_4_4).cpu()
-    with pytest.raises(NotImplementedError, match="BlockWise128x128"):
-        scaled_mm(a, a.t(), s, ScalingType.BlockWise128x128, s, ScalingType.BlockWise128x128,
+    with pytest.raises(ValueError, match=r"BlockWise128x128 scales need \[1 \(K / 128"):
+        f8 = torch.zeros(128, 128, dtype=torch.float8_e4m3fn, device=DEV)
+        scaled_mm(f8, f8.t(), torch.ones(128, 1, device=DEV), ScalingType.BlockWise1x128,
+                  torch.ones(2, 2, device=DEV), ScalingType.BlockWise128x128,
                   swizzle_a=SwizzleType.NO_SWIZZLE, swizzle_b=SwizzleType.NO_SWIZZLE).cpu()
+
+
+def tile_scale_values(s, rows, k):
+    """[K tiles (maybe padded), row tiles] -> [rows, K], each scale over its 128 x 128 tile."""
+    t = s[: k // 128].t().float()
+    return t.repeat_interleave(128, 0)[:rows].repeat_interleave(128, 1)
+
+
+# DeepSeek-style float8: activations scaled per 1 x 128, weights per 128 x 128
+# tile (and the reverse). CPU's F.scaled_mm refuses blockwise scales, so the
+# oracle is the dequantised product on CPU. Row counts that are not multiples
+# of 128 and K tiles padded to 4 (PyTorch's layout) are covered.
+@pytest.mark.parametrize("lhs_tiles", [False, True], ids=["1x128_128x128", "128x128_1x128"])
+@pytest.mark.parametrize("mkn", [(128, 256, 256), (200, 384, 136)], ids=["aligned", "ragged"])
+def test_blockwise_128x128_matches_cpu_dequantisation(lhs_tiles, mkn):
+    m, k, n = mkn
+    g = torch.Generator().manual_seed(m + n + lhs_tiles)
+    a = (torch.randn(m, k, generator=g) * 4).to(torch.float8_e4m3fn)
+    w = (torch.randn(n, k, generator=g) * 4).to(torch.float8_e4m3fn)
+    kb, kb4 = k // 128, (k // 128 + 3) // 4 * 4
+
+    def tiles(rows):  # [row tiles, K tiles padded to 4] stored, passed transposed
+        return (torch.rand((rows + 127) // 128, kb4, generator=g) + 0.5).t()
+
+    def runs(rows):  # [rows, K / 128], outer-dim-major as cuBLAS wants it
+        return (torch.rand(rows, kb, generator=g) + 0.5).t().contiguous().t()
+    if lhs_tiles:
+        sa, ra, sb, rb = tiles(m), ScalingType.BlockWise128x128, runs(n), ScalingType.BlockWise1x128
+        av = a.float() * tile_scale_values(sa, m, k)
+        wv = w.float() * block_scale_values(sb, 128)
+    else:
+        sa, ra, sb, rb = runs(m), ScalingType.BlockWise1x128, tiles(n), ScalingType.BlockWise128x128
+        av = a.float() * block_scale_values(sa, 128)
+        wv = w.float() * tile_scale_values(sb, n, k)
+    ref = (av.double() @ wv.double().t()).to(torch.bfloat16)
+    got = scaled_mm(a.to(DEV), w.to(DEV).t(), sa.to(DEV), ra, sb.to(DEV), rb, swizzle_a=SwizzleType.NO_SWIZZLE,
+                    swizzle_b=SwizzleType.NO_SWIZZLE, output_dtype=torch.bfloat16).cpu()
+    torch.testing.assert_close(got, ref, rtol=1e-2, atol=1e-2)
 
 
 def test_block_scaled_mm_under_torch_compile():
@@ -329,3 +369,26 @@ def test_block_scaled_mm_under_torch_compile():
                          output_dtype=torch.float32).relu() * 2
     torch._dynamo.reset()
     assert torch.equal(torch.compile(f, backend="tpu")(a, a.t(), s, s).cpu(), f(a, a.t(), s, s).cpu())
+
+
+# torch._scaled_mm (v1) takes the same blockwise pairs, told apart by shape:
+# scale_a [M, K/128] runs or [M/128, K/128] tiles, scale_b [K/128, N] runs or
+# [K/128, N/128] tiles.
+@pytest.mark.parametrize("pair", ["runs_tiles", "runs_runs", "tiles_runs"])
+def test_scaled_mm_v1_blockwise_matches_cpu_dequantisation(pair):
+    m, k, n = 200, 256, 144  # the meta (CUDA's rules) wants K and N multiples of 16
+    g = torch.Generator().manual_seed(len(pair))
+    a = (torch.randn(m, k, generator=g) * 4).to(torch.float8_e4m3fn)
+    w = (torch.randn(n, k, generator=g) * 4).to(torch.float8_e4m3fn)
+    kb = k // 128
+    a_tiles, b_tiles = pair.split("_")[0] == "tiles", pair.split("_")[1] == "tiles"
+    sa = torch.rand((m + 127) // 128 if a_tiles else m, kb, generator=g) + 0.5
+    sb = torch.rand(kb, (n + 127) // 128 if b_tiles else n, generator=g) + 0.5
+
+    def per_element(s, tiles, rows):  # [r, kb] -> [rows, K]
+        return (s.repeat_interleave(128, 0)[:rows] if tiles else s).repeat_interleave(128, 1)
+    av = a.float() * per_element(sa, a_tiles, m)
+    wv = w.float() * per_element(sb.t(), b_tiles, n)
+    ref = (av.double() @ wv.double().t()).float()
+    got = torch._scaled_mm(a.to(DEV), w.to(DEV).t(), sa.to(DEV), sb.to(DEV), out_dtype=torch.float32).cpu()
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-3)

@@ -4,6 +4,8 @@
 // dots accumulate in f32; _scaled_mm (float8 operands with scales) computes
 // in f32. Decompositions that need the host run in csrc/aten/host_ops.cpp.
 
+#include <optional>
+#include <tuple>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -97,13 +99,54 @@ std::vector<Value> addmv(LowerCtx& c) {
 // the float8 (or other) operands widened to f32, one f32 dot, then the
 // scales as PyTorch's CPU kernel applies them: (a @ b) * scale_a * scale_b
 // (+ bias), divided by scale_result for a float8 result. Per-tensor scales
-// (one element) and row/column-wise ones ([M, 1] and [1, N]) are supported.
+// (one element), row/column-wise ones ([M, 1] and [1, N]) and the blockwise
+// pairs of scaled_mm_blockwise are supported.
+// Blockwise scales (PyTorch's meta accepts three pairs, by shape): scale_a
+// [M, K/128] (1 x 128 runs) or [M/128, K/128] (128 x 128 tiles); scale_b
+// [K/128, N] (runs) or [K/128, N/128] (tiles), K/128 and x/128 rounded up.
+// They multiply the operands before the dot; nullopt when the scales are not
+// blockwise (per-tensor or row-wise go after the dot).
+std::optional<std::pair<Value, Value>> scaled_mm_blockwise(Builder& b, Value a, Value w, const Value& sa,
+                                                           const Value& sb) {
+  const int64_t m = a.type.dims[0], k = a.type.dims[1], n = w.type.dims[1];
+  auto cdiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+  const auto &da = sa.type.dims, &db = sb.type.dims;
+  if (da.size() != 2 || db.size() != 2) return std::nullopt;
+  const int64_t kb = cdiv(k, 128);
+  bool a_runs = da[0] == m && da[1] == kb, a_tiles = da[0] == cdiv(m, 128) && da[1] == kb;
+  bool b_runs = db[0] == kb && db[1] == n, b_tiles = db[0] == kb && db[1] == cdiv(n, 128);
+  // the meta's three pairs, tried in its order
+  if (a_runs && b_tiles) a_tiles = false;
+  else if (a_runs && b_runs) a_tiles = b_tiles = false;
+  else if (a_tiles && b_runs) a_runs = b_tiles = false;
+  else return std::nullopt;
+  const ElemType f32 = ElemType::F32;
+  // scale [r, kb] (r = rows or row tiles) -> [rows, K]
+  auto expand = [&](const Value& s, bool tiles, int64_t rows) {
+    int64_t r = s.type.dims[0], rr = tiles ? 128 : 1;
+    Value e = b.reshape(b.broadcast_in_dim(b.convert(s, f32), {r, rr, kb, 128}, {0, 2}), {r * rr, kb * 128});
+    return b.slice(e, {0, 0}, {rows, k}, {1, 1});
+  };
+  a = b.mul(a, expand(sa, a_tiles, m));
+  w = b.mul(w, b.transpose(expand(b.transpose(sb, {1, 0}), b_tiles, n), {1, 0}));
+  return std::make_pair(a, w);
+}
+
 std::vector<Value> scaled_mm(LowerCtx& c) {
   Builder& b = c.b;
   const TensorType& out = c.out();
   const ElemType f32 = ElemType::F32;
-  Value acc = b.dot_general(b.convert(c.t(0), f32), b.convert(c.t(1), f32), {}, {}, {1}, {0}, f32,
-                            shlo::Precision::Highest);
+  Value a = b.convert(c.t(0), f32), w = b.convert(c.t(1), f32);
+  const Value &sa = c.t(2), &sb = c.t(3);
+  bool rowwise = sa.type.dims.size() == 2 && sb.type.dims.size() == 2 && sa.type.dims[1] == 1 &&
+                 sb.type.dims[0] == 1 && sa.type.dims[0] == a.type.dims[0] && sb.type.dims[1] == w.type.dims[1];
+  bool blockwise = false;
+  if (!rowwise && sa.type.numel() != 1)
+    if (auto ops = scaled_mm_blockwise(b, a, w, sa, sb)) {
+      std::tie(a, w) = *ops;
+      blockwise = true;
+    }
+  Value acc = b.dot_general(a, w, {}, {}, {1}, {0}, f32, shlo::Precision::Highest);
   const std::vector<int64_t> mn = acc.type.dims;
   auto operand = [&](size_t k, const char* what) {
     Value s = b.convert(c.t(k), f32);
@@ -113,10 +156,11 @@ std::vector<Value> scaled_mm(LowerCtx& c) {
     bool vector = d.size() == 1 && d[0] == mn[1];
     if (!rowwise && !vector)
       throw std::invalid_argument(std::string("_scaled_mm on 'tpu': ") + what + " of shape " + s.type.str() +
-                                  " (blockwise scaling) is not supported yet; use per-tensor or row-wise scales");
+                                  " matches none of the scalings: one element, row-wise ([M, 1] / [1, N]), or "
+                                  "blockwise ([M, K/128] or [M/128, K/128] with [K/128, N] or [K/128, N/128])");
     return b.broadcast_to(s, mn);
   };
-  acc = b.mul(b.mul(acc, operand(2, "scale_a")), operand(3, "scale_b"));
+  if (!blockwise) acc = b.mul(b.mul(acc, operand(2, "scale_a")), operand(3, "scale_b"));
   if (c.has(4)) acc = b.add(acc, operand(4, "bias"));
   if (c.has(5)) acc = b.div(acc, operand(5, "scale_result"));
   return {b.convert(acc, out.elem)};
@@ -127,7 +171,8 @@ std::vector<Value> scaled_mm(LowerCtx& c) {
 // Recipes (torch.nn.functional.ScalingType): TensorWise (one f32), RowWise
 // ([M, 1] / [1, N] f32), BlockWise1x16 / 1x32 / 1x128 (a scale per run of
 // 16/32/128 elements along K: MXFP8/MXFP4 with e8m0 scales, NVFP4 with e4m3
-// scales and a second TensorWise one). Scales of blocks come row-major
+// scales and a second TensorWise one), BlockWise128x128 (a scale per 128 x 128
+// tile, DeepSeek's weights). Scales of blocks come row-major
 // ([rows, K / block]) or in cuBLAS's SWIZZLE_32_4_4 layout: padded to
 // 128 x 4 tiles, each stored as [32][4][4] = [row % 32][row / 32][col].
 // float4_e2m1fn_x2 operands are unpacked here (element 2i in the low nibble),
@@ -244,9 +289,23 @@ std::vector<Value> scaled_mm_v2(LowerCtx& c) {
         // repeat each block scale bs times along K, laid out as the operand
         Value per_k = b.reshape(b.broadcast_in_dim(blocks, {rows, k / bs, bs}, {0, 1}), {rows, k});
         x = b.mul(x, is_a ? per_k : b.transpose(per_k, {1, 0}));
+      } else if (r == Block128x128) {
+        // DeepSeek-style tiles: one scale per 128 (rows) x 128 (K) tile, given
+        // as PyTorch lays them out, [K tiles (may be padded to 4), row tiles]
+        // (the transposed view of a [row tiles, K tiles] tensor).
+        if (sw != NoSwizzle) refuse(std::string(what) + ": BlockWise128x128 scales are not swizzled");
+        if (k % 128) refuse("K " + std::to_string(k) + " is not a multiple of the block of 128");
+        int64_t kb = k / 128, rb = (rows + 127) / 128;
+        const auto& d = s.type.dims;
+        if (d.size() != 2 || d[0] < kb || d[1] != rb)
+          refuse(std::string(what) + " of shape " + s.type.str() + ": BlockWise128x128 scales need [" +
+                 std::to_string(kb) + " (K / 128, or more when padded), " + std::to_string(rb) + " (ceil(rows / 128))]");
+        Value tiles = b.transpose(b.slice(s, {0, 0}, {kb, rb}, {1, 1}), {1, 0});  // [rb, kb]
+        Value per = b.reshape(b.broadcast_in_dim(tiles, {rb, 128, kb, 128}, {0, 2}), {rb * 128, k});
+        per = b.slice(per, {0, 0}, {rows, k}, {1, 1});
+        x = b.mul(x, is_a ? per : b.transpose(per, {1, 0}));
       } else {
-        not_yet(std::string(what) + ": scaling recipe " + std::to_string(r) +
-               " (BlockWise128x128) is not supported yet");
+        refuse(std::string(what) + ": unknown scaling recipe " + std::to_string(r));
       }
     }
     return x;
