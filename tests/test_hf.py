@@ -371,3 +371,59 @@ def test_detr_like_detector_matches_cpu():
     ref = transformers.DetrForObjectDetection(cfg).eval()
     pixels = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(0))
     _forward_backward_generate(ref, {"pixel_values": pixels})
+
+
+def _fp4_dequant(blocks, scales):
+    """MXFP4 reference on CPU, from the format's definition (not HF's code):
+    each byte holds two e2m1 values (element 2i in the low nibble), each block
+    of 32 values shares the scale 2^(byte - 127). [E, R, G, 16] bytes and
+    [E, R, G] scales -> [E, G * 32, R] as GPT-OSS's expert weights lie."""
+    mags = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=torch.float64)
+    codes = torch.stack([blocks & 15, blocks >> 4], -1).reshape(*blocks.shape[:-1], 32).long()
+    vals = mags[codes & 7] * torch.where(codes >= 8, -1.0, 1.0)
+    vals = vals * torch.exp2(scales.double() - 127).unsqueeze(-1)
+    return vals.reshape(*blocks.shape[:2], -1).transpose(1, 2)
+
+
+def test_gpt_oss_mxfp4_checkpoint_loads_on_tpu_like_cpu(tmp_path):
+    """A tiny GPT-OSS checkpoint whose expert weights are MXFP4 (blocks and
+    e8m0 scales, quant_method mxfp4), written here. Transformers dequantizes
+    it to bf16 while loading on 'tpu' (no Triton MXFP4 kernels there, as on a
+    CPU without them); the weights equal the format's definition and CPU's
+    load, and logits and greedy generation equal CPU's."""
+    import json
+    from safetensors.torch import load_file, save_file
+    cfg = transformers.GptOssConfig(vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=2,
+                                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4,
+                                    num_experts_per_tok=2, max_position_embeddings=256, sliding_window=32,
+                                    layer_types=["sliding_attention", "full_attention"])
+    torch.manual_seed(0)
+    transformers.GptOssForCausalLM(cfg).to(torch.bfloat16).save_pretrained(tmp_path)
+    sd = load_file(tmp_path / "model.safetensors")
+    g = torch.Generator().manual_seed(1)
+    packed = {}
+    for k in [k for k in sd if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
+        e, din, dout = sd.pop(k).shape  # the bf16 parameter is [E, in, out]
+        blocks = torch.randint(0, 256, (e, dout, din // 32, 16), dtype=torch.uint8, generator=g)
+        scales = torch.randint(120, 128, (e, dout, din // 32), dtype=torch.uint8, generator=g)
+        sd[k + "_blocks"], sd[k + "_scales"] = blocks, scales
+        packed[k] = (blocks, scales)
+    save_file(sd, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+
+    cpu = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.bfloat16)
+    dev = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.bfloat16, device_map="tpu")
+    params = dict(dev.named_parameters())
+    for name, p in cpu.named_parameters():
+        assert params[name].device.type == "tpu"
+        assert torch.equal(params[name].cpu(), p), name
+    for k, (blocks, scales) in packed.items():
+        want = _fp4_dequant(blocks, scales).to(torch.bfloat16)
+        assert torch.equal(params[k].cpu(), want), k
+    ids = torch.randint(0, 128, (2, 12), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(dev(ids.to("tpu")).logits.cpu(), cpu(ids).logits)
+    assert torch.equal(dev.generate(ids.to("tpu"), max_new_tokens=8, do_sample=False).cpu(),
+                       cpu.generate(ids, max_new_tokens=8, do_sample=False))
