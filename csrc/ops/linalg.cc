@@ -132,6 +132,21 @@ std::optional<std::pair<Value, Value>> scaled_mm_blockwise(Builder& b, Value a, 
   return std::make_pair(a, w);
 }
 
+// The float8 product [M, K] @ [K, N] -> f32. Portable (and XLA:CPU): both
+// operands widened to f32, one f32 dot. GPU and TPU plugins have float8 dots
+// (Hopper/Blackwell tensor cores, the TPU's MXU), so there the float8
+// operands go to the dot as they are, with an f32 result.
+using Float8Dot = Value (*)(Builder&, const Value&, const Value&);
+Value widened_dot(Builder& b, const Value& a, const Value& w) {
+  const ElemType f32 = ElemType::F32;
+  return b.dot_general(b.convert(a, f32), b.convert(w, f32), {}, {}, {1}, {0}, f32, shlo::Precision::Highest);
+}
+Value native_float8_dot(Builder& b, const Value& a, const Value& w) {
+  if (!shlo::is_float8(a.type.elem) || !shlo::is_float8(w.type.elem)) return widened_dot(b, a, w);
+  return b.dot_general(a, w, {}, {}, {1}, {0}, ElemType::F32, shlo::Precision::Default);
+}
+const PerTarget<Float8Dot> kFloat8Dot{widened_dot, {{Target::Cuda, native_float8_dot}, {Target::Tpu, native_float8_dot}}};
+
 std::vector<Value> scaled_mm(LowerCtx& c) {
   Builder& b = c.b;
   const TensorType& out = c.out();
@@ -146,7 +161,10 @@ std::vector<Value> scaled_mm(LowerCtx& c) {
       std::tie(a, w) = *ops;
       blockwise = true;
     }
-  Value acc = b.dot_general(a, w, {}, {}, {1}, {0}, f32, shlo::Precision::Highest);
+  // blockwise scales multiply the operands first, so only per-tensor and
+  // row-wise scales leave the float8 operands to the dot
+  Value acc = blockwise ? b.dot_general(a, w, {}, {}, {1}, {0}, f32, shlo::Precision::Highest)
+                        : kFloat8Dot.get()(b, c.t(0), c.t(1));
   const std::vector<int64_t> mn = acc.type.dims;
   auto operand = [&](size_t k, const char* what) {
     Value s = b.convert(c.t(k), f32);
