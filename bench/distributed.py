@@ -82,18 +82,14 @@ def step_child(quick, world):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     out = {}
-    gloo = dist.new_group(backend="gloo") if world > 1 else None
     for kind in ("ddp", "fsdp2"):
         for dev in ("tpu", "cpu"):
             torch.manual_seed(0)
             model = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512)).to(dev)
             if kind == "ddp":
-                model = nn.parallel.DistributedDataParallel(model, process_group=None if dev == "tpu" else gloo)
+                model = nn.parallel.DistributedDataParallel(model)  # the default group: 'tpu' or gloo by device
             else:
-                mesh = init_device_mesh(dev, (world,)) if dev == "tpu" else None
-                if dev == "cpu":
-                    from torch.distributed.device_mesh import DeviceMesh
-                    mesh = DeviceMesh.from_group(gloo, "cpu") if world > 1 else init_device_mesh("cpu", (1,))
+                mesh = init_device_mesh(dev, (world,))
                 for m in model:
                     if isinstance(m, nn.Linear):
                         fully_shard(m, mesh=mesh)
@@ -118,7 +114,8 @@ def child():
     import torch_tpu  # noqa: F401
     what, quick = sys.argv[2], "--quick" in sys.argv
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("tpu", rank=rank, world_size=world)
+    # 'tpu' tensors through the 'tpu' backend, CPU tensors through gloo
+    dist.init_process_group("cpu:gloo,tpu:tpu", rank=rank, world_size=world)
     res = collectives_child(quick) if what == "collectives" else step_child(quick, world)
     if rank == 0:
         print(json.dumps(res), flush=True)
