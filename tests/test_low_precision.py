@@ -392,3 +392,76 @@ def test_scaled_mm_v1_blockwise_matches_cpu_dequantisation(pair):
     ref = (av.double() @ wv.double().t()).float()
     got = torch._scaled_mm(a.to(DEV), w.to(DEV).t(), sa.to(DEV), sb.to(DEV), out_dtype=torch.float32).cpu()
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-3)
+
+
+# torch._scaled_mm (v1) with block scales, as CUDA takes them and torchao's MX
+# and NVFP4 tensors call it: e8m0 scales (MX, per 32) or float4 operands with
+# e4m3 scales (NVFP4, per 16), in the SWIZZLE_32_4_4 layout, flattened.
+@pytest.mark.parametrize("fmt", ["mxfp8", "mxfp4", "nvfp4"])
+def test_scaled_mm_v1_block_scales_match_cpu_dequantisation(fmt):
+    m, k, n = 40, 64, 48
+    g = torch.Generator().manual_seed(len(fmt))
+    block = 16 if fmt == "nvfp4" else 32
+    if fmt == "mxfp8":
+        a = (torch.randn(m, k, generator=g) * 4).to(torch.float8_e4m3fn)
+        b = (torch.randn(n, k, generator=g) * 4).to(torch.float8_e4m3fn)
+        av, bv = a.float(), b.float()
+    else:
+        a_bytes, b_bytes = fp4_bytes(m, k, g), fp4_bytes(n, k, g)
+        a, b = a_bytes.view(torch.float4_e2m1fn_x2), b_bytes.view(torch.float4_e2m1fn_x2)
+        av, bv = fp4_values(a_bytes), fp4_values(b_bytes)
+    if fmt == "nvfp4":
+        sa = (torch.rand(m, k // block, generator=g) * 4 + 0.25).to(torch.float8_e4m3fn)
+        sb = (torch.rand(n, k // block, generator=g) * 4 + 0.25).to(torch.float8_e4m3fn)
+    else:
+        sa = torch.randint(118, 136, (m, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
+        sb = torch.randint(118, 136, (n, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
+    ref = (av * block_scale_values(sa, block)) @ (bv * block_scale_values(sb, block)).t()
+    sa_dev = to_blocked(sa).flatten().to(DEV)  # torchao passes them flat
+    sb_dev = to_blocked(sb).reshape(-1, 16).to(DEV)
+    got = torch._scaled_mm(a.to(DEV), b.to(DEV).t(), sa_dev, sb_dev, out_dtype=torch.float32).cpu()
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-4)
+
+
+# torchao's MX inference: AUTO picks torch._scaled_mm (CUDA's kernel; CPU has
+# none), which 'tpu' serves; its results equal torchao's emulated path on CPU.
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float4_e2m1fn_x2], ids=["mxfp8", "mxfp4"])
+def test_torchao_mx_inference_matches_cpu_emulation(dtype):
+    import copy
+    from torchao.prototype.mx_formats.inference_workflow import MXDynamicActivationMXWeightConfig
+    from torchao.quantization import quantize_
+    from torchao.quantization.quantize_.common.kernel_preference import KernelPreference
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64)).bfloat16()
+    x = torch.randn(32, 128, dtype=torch.bfloat16)
+    dev = copy.deepcopy(model).to(DEV)
+    quantize_(dev, MXDynamicActivationMXWeightConfig(activation_dtype=dtype, weight_dtype=dtype))
+    ref = copy.deepcopy(model)
+    quantize_(ref, MXDynamicActivationMXWeightConfig(activation_dtype=dtype, weight_dtype=dtype,
+                                                     kernel_preference=KernelPreference.EMULATED))
+    torch.testing.assert_close(dev(x.to(DEV)).cpu(), ref(x), rtol=1e-2, atol=1e-2)
+
+
+# torchao's NVFP4 dynamic inference asserts sm100+; for Linears on 'tpu' the
+# shim lifts it. Oracle: the activation and weight quantised by torchao on
+# CPU, dequantised, multiplied in f32.
+@pytest.mark.parametrize("per_tensor", [False, True], ids=["block_scales", "with_tensor_scale"])
+def test_torchao_nvfp4_inference_matches_cpu_dequantisation(per_tensor):
+    import copy
+    from torchao.prototype.mx_formats.inference_workflow import NVFP4DynamicActivationNVFP4WeightConfig
+    from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor, per_tensor_amax_to_scale
+    from torchao.quantization import quantize_
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(128, 64).bfloat16()
+    x = torch.randn(32, 128, dtype=torch.bfloat16)
+    dev = copy.deepcopy(torch.nn.Sequential(lin)).to(DEV)
+    quantize_(dev, NVFP4DynamicActivationNVFP4WeightConfig(use_triton_kernel=False,
+                                                           use_dynamic_per_tensor_scale=per_tensor))
+    got = dev(x.to(DEV)).cpu()
+
+    def q(t):
+        scale = per_tensor_amax_to_scale(t.abs().max()) if per_tensor else None
+        return NVFP4Tensor.to_nvfp4(t, per_tensor_scale=scale).dequantize(torch.float32)
+    ref = (q(x) @ q(lin.weight.detach()).t() + lin.bias.detach().float()).bfloat16()
+    torch.testing.assert_close(got, ref, rtol=2e-2, atol=2e-2)
+    assert (got.float() - lin(x).float()).abs().max() < 0.5  # 4-bit: coarse but near the bf16 layer

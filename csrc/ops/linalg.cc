@@ -147,20 +147,31 @@ Value native_float8_dot(Builder& b, const Value& a, const Value& w) {
 }
 const PerTarget<Float8Dot> kFloat8Dot{widened_dot, {{Target::Cuda, native_float8_dot}, {Target::Tpu, native_float8_dot}}};
 
+namespace scaled_v2 {
+std::optional<std::pair<Value, Value>> mx_operands(Builder& b, const Value& a, const Value& w, const Value& sa,
+                                                   const Value& sb);
+}
+
 std::vector<Value> scaled_mm(LowerCtx& c) {
   Builder& b = c.b;
   const TensorType& out = c.out();
   const ElemType f32 = ElemType::F32;
-  Value a = b.convert(c.t(0), f32), w = b.convert(c.t(1), f32);
   const Value &sa = c.t(2), &sb = c.t(3);
+  Value a = c.t(0), w = c.t(1);
   bool rowwise = sa.type.dims.size() == 2 && sb.type.dims.size() == 2 && sa.type.dims[1] == 1 &&
                  sb.type.dims[0] == 1 && sa.type.dims[0] == a.type.dims[0] && sb.type.dims[1] == w.type.dims[1];
   bool blockwise = false;
-  if (!rowwise && sa.type.numel() != 1)
+  auto mx = scaled_v2::mx_operands(b, a, w, sa, sb);  // MX / NVFP4 block scales
+  if (!mx) a = b.convert(a, f32), w = b.convert(w, f32);
+  if (mx) {
+    std::tie(a, w) = *mx;
+    blockwise = true;
+  } else if (!rowwise && sa.type.numel() != 1) {
     if (auto ops = scaled_mm_blockwise(b, a, w, sa, sb)) {
       std::tie(a, w) = *ops;
       blockwise = true;
     }
+  }
   // blockwise scales multiply the operands first, so only per-tensor and
   // row-wise scales leave the float8 operands to the dot
   Value acc = blockwise ? b.dot_general(a, w, {}, {}, {1}, {0}, f32, shlo::Precision::Highest)
@@ -271,6 +282,35 @@ int64_t block_size(int64_t recipe) {
   }
 }
 
+// An operand's values times its block scales ([rows, K / bs], each repeated
+// bs times along K); a is [rows, K], b is [K, rows].
+Value times_block_scales(Builder& b, const Value& x, const Value& blocks, int64_t rows, int64_t k, int64_t bs,
+                         bool is_a) {
+  Value per_k = b.reshape(b.broadcast_in_dim(blocks, {rows, k / bs, bs}, {0, 1}), {rows, k});
+  return b.mul(x, is_a ? per_k : b.transpose(per_k, {1, 0}));
+}
+
+// torch._scaled_mm (v1) with block scales, as CUDA takes them: e8m0 scales
+// make it MX (a scale per 32 along K; float8 or packed float4 operands),
+// e4m3 scales with float4 operands NVFP4 (a scale per 16), both in cuBLAS's
+// SWIZZLE_32_4_4 layout, of any shape holding the padded count (torchao's
+// MX and NVFP4 tensors call it so). The operands in f32 times their scales,
+// or nullopt when the scales are not block scales.
+std::optional<std::pair<Value, Value>> mx_operands(Builder& b, const Value& a, const Value& w, const Value& sa,
+                                                   const Value& sb) {
+  const bool fp4 = a.type.elem == ElemType::F4E2M1FNX2;
+  int64_t bs = 0;
+  if (sa.type.elem == ElemType::F8E8M0FNU && sb.type.elem == ElemType::F8E8M0FNU) bs = 32;
+  else if (fp4 && sa.type.elem == ElemType::F8E4M3FN && sb.type.elem == ElemType::F8E4M3FN) bs = 16;
+  if (!bs) return std::nullopt;
+  Value av = values(b, a, 1), wv = values(b, w, 0);
+  const int64_t m = av.type.dims[0], k = av.type.dims[1], n = wv.type.dims[1];
+  if (k % bs) refuse("K " + std::to_string(k) + " is not a multiple of the block of " + std::to_string(bs));
+  Value ba = block_scales(b, scale_f32(b, sa), m, k / bs, Swizzle32x4x4, "scale_a");
+  Value bb = block_scales(b, scale_f32(b, sb), n, k / bs, Swizzle32x4x4, "scale_b");
+  return std::make_pair(times_block_scales(b, av, ba, m, k, bs, true), times_block_scales(b, wv, bb, n, k, bs, false));
+}
+
 }  // namespace scaled_v2
 
 std::vector<Value> scaled_mm_v2(LowerCtx& c) {
@@ -303,10 +343,7 @@ std::vector<Value> scaled_mm_v2(LowerCtx& c) {
         post = b.mul(post, b.broadcast_in_dim(b.reshape(s, {rows}), mn, {is_a ? 0 : 1}));
       } else if (bs) {
         if (k % bs) refuse("K " + std::to_string(k) + " is not a multiple of the block of " + std::to_string(bs));
-        Value blocks = block_scales(b, s, rows, k / bs, sw, what);  // [rows, K / bs]
-        // repeat each block scale bs times along K, laid out as the operand
-        Value per_k = b.reshape(b.broadcast_in_dim(blocks, {rows, k / bs, bs}, {0, 1}), {rows, k});
-        x = b.mul(x, is_a ? per_k : b.transpose(per_k, {1, 0}));
+        x = times_block_scales(b, x, block_scales(b, s, rows, k / bs, sw, what), rows, k, bs, is_a);
       } else if (r == Block128x128) {
         // DeepSeek-style tiles: one scale per 128 (rows) x 128 (K) tile, given
         // as PyTorch lays them out, [K tiles (may be padded to 4), row tiles]

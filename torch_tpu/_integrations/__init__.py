@@ -57,5 +57,6 @@ def install():
     _patch_when_imported("torch.nn.attention.flex_attention", _flex.patch)
     from . import torchao as _ao
     _patch_when_imported("torchao.quantization.quant_api", _ao.patch)
+    _patch_when_imported("torchao.prototype.mx_formats.inference_workflow", _ao.patch_mx_inference)
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
