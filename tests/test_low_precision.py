@@ -465,3 +465,14 @@ def test_torchao_nvfp4_inference_matches_cpu_dequantisation(per_tensor):
     ref = (q(x) @ q(lin.weight.detach()).t() + lin.bias.detach().float()).bfloat16()
     torch.testing.assert_close(got, ref, rtol=2e-2, atol=2e-2)
     assert (got.float() - lin(x).float()).abs().max() < 0.5  # 4-bit: coarse but near the bf16 layer
+
+
+def test_torchao_mx_and_nvfp4_tensors_move_to_tpu_bit_exactly():
+    from torchao.prototype.mx_formats.mx_tensor import MXTensor
+    from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor
+    w = torch.randn(64, 128, generator=torch.Generator().manual_seed(0), dtype=torch.bfloat16)
+    for q in (MXTensor.to_mx(w, torch.float4_e2m1fn_x2, block_size=32),
+              MXTensor.to_mx(w, torch.float8_e4m3fn, block_size=32), NVFP4Tensor.to_nvfp4(w)):
+        moved = q.to(DEV)
+        assert type(moved) is type(q) and moved.device.type == "tpu"
+        assert torch.equal(moved.dequantize(torch.bfloat16).cpu(), q.dequantize(torch.bfloat16))
