@@ -63,7 +63,7 @@ test-all: build $(VENV_DIR)/.test-complete $(TITAN_DIR)/.complete
 
 # TorchTitan's llama3 debug model, 20 steps, 2 processes: FSDP, TP, pipeline
 # (each against the same run on CPU/gloo) and a resume from its checkpoint.
-TITAN_CASES ?= single,single_compiled,fsdp,tp,pp,resume
+TITAN_CASES ?= single,single_compiled,fsdp,tp,pp,fsdp_tp,resume
 titan: build $(TITAN_DIR)/.complete
 	$(TITAN_DIR)/bin/python tools/titan/compare.py --cases $(TITAN_CASES)
 

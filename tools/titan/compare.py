@@ -33,6 +33,8 @@ CASES = {
     "fsdp": (2, ["--parallelism.data_parallel_shard_degree", "2"]),
     "tp": (2, ["--parallelism.tensor_parallel_degree", "2", "--parallelism.data_parallel_shard_degree", "1"]),
     "pp": (2, ["--parallelism.pipeline_parallel_degree", "2", "--parallelism.data_parallel_shard_degree", "1"]),
+    # a 2-D mesh: FSDP over 2 x tensor parallel over 2
+    "fsdp_tp": (4, ["--parallelism.data_parallel_shard_degree", "2", "--parallelism.tensor_parallel_degree", "2"]),
 }
 STEP = re.compile(r"^\[titan\] (\S+ \S+) - root - INFO - .*?step:\s*(\d+).*?loss:\s*([0-9.]+)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
