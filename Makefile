@@ -17,7 +17,7 @@ BUILD_ENV := TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2
 # with the Transformers stack's: its own venv, keyed by both requirement
 # files, layered on the main venv (torch, torch_tpu) through a .pth file, so
 # torch is installed once and never resolved again.
-TITAN_HASH := $(shell cat requirements-titan.txt requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+TITAN_HASH := $(shell cat requirements-titan.txt requirements-test.txt requirements.txt pyproject.toml | sha256sum | cut -c1-16)
 TITAN_DIR := $(HOME)/.cache/torch_tpu/titan-$(TITAN_HASH)
 
 $(VENV_DIR)/.complete: requirements.txt pyproject.toml
@@ -31,8 +31,10 @@ $(VENV_DIR)/.test-complete: requirements-test.txt $(VENV_DIR)/.complete
 	$(VENV_DIR)/bin/pip install -q --disable-pip-version-check -r requirements-test.txt
 	@touch $@
 
-$(TITAN_DIR)/.complete: requirements-titan.txt $(VENV_DIR)/.complete
-	@test -x $(TITAN_DIR)/bin/python || $(PYTHON) -m venv $(TITAN_DIR)
+# After the test libraries (the titan pip sees the main venv's packages), from
+# the main venv's interpreter (the same Python the .pth file's packages need).
+$(TITAN_DIR)/.complete: requirements-titan.txt $(VENV_DIR)/.test-complete
+	@test -x $(TITAN_DIR)/bin/python || $(VENV_DIR)/bin/python -m venv $(TITAN_DIR)
 	@MAIN=$$($(VENV_DIR)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
 	  OWN=$$($(TITAN_DIR)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
 	  echo "import site; site.addsitedir('$$MAIN')" > $$OWN/zz_torch_tpu_main.pth

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import threading
 
 import torch
 import torch.distributed as dist
@@ -83,20 +84,23 @@ class _PendingWork(_CWork):
         self._result = result
         self._finish = finish
         self._future = torch.futures.Future()
+        self._lock = threading.Lock()  # two threads waiting finish it once
 
     def wait(self, timeout=None):
-        if not self._future.done():
-            if timeout is None or timeout == datetime.timedelta(0):
-                self._gloo_work.wait()
-            else:
-                self._gloo_work.wait(timeout)
-            if self._finish is not None:
-                self._finish()
-            self._future.set_result(self._result)
+        with self._lock:
+            if not self._future.done():
+                if timeout is None or timeout == datetime.timedelta(0):
+                    self._gloo_work.wait()
+                else:
+                    self._gloo_work.wait(timeout)
+                if self._finish is not None:
+                    self._finish()
+                self._future.set_result(self._result)
         return True
 
     def is_completed(self):
-        return self._future.done()
+        # the transfer has ended (a receive's copy to the device runs in wait())
+        return self._future.done() or (self._gloo_work is not None and self._gloo_work.is_completed())
 
     def is_success(self):
         return self._future.done()
@@ -121,10 +125,11 @@ class _GroupWork(_PendingWork):
         self._works = works
 
     def wait(self, timeout=None):
-        if not self._future.done():
-            for w in self._works:
-                w.wait(timeout)
-            self._future.set_result([])
+        with self._lock:
+            if not self._future.done():
+                for w in self._works:
+                    w.wait(timeout)
+                self._future.set_result([])
         return True
 
 

@@ -305,7 +305,9 @@ std::optional<std::pair<Value, Value>> mx_operands(Builder& b, const Value& a, c
   if (!bs) return std::nullopt;
   Value av = values(b, a, 1), wv = values(b, w, 0);
   const int64_t m = av.type.dims[0], k = av.type.dims[1], n = wv.type.dims[1];
-  if (k % bs) refuse("K " + std::to_string(k) + " is not a multiple of the block of " + std::to_string(bs));
+  if (k % bs)
+    throw ValueError("_scaled_mm on 'tpu': K " + std::to_string(k) + " is not a multiple of the block of " +
+                     std::to_string(bs));
   Value ba = block_scales(b, scale_f32(b, sa), m, k / bs, Swizzle32x4x4, "scale_a");
   Value bb = block_scales(b, scale_f32(b, sb), n, k / bs, Swizzle32x4x4, "scale_b");
   return std::make_pair(times_block_scales(b, av, ba, m, k, bs, true), times_block_scales(b, wv, bb, n, k, bs, false));
