@@ -248,13 +248,9 @@ def swizzled(s, sw):
     return to_blocked(s) if sw == SwizzleType.SWIZZLE_32_4_4 else s
 
 
-@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8", "nvfp4"])
-@pytest.mark.parametrize("sw", [SwizzleType.NO_SWIZZLE, SwizzleType.SWIZZLE_32_4_4], ids=["rowmajor", "swizzled"])
-@pytest.mark.parametrize("mkn", [(128, 128, 64), (40, 64, 24)], ids=["aligned", "padded"])
-@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
-def test_block_scaled_mm_matches_cpu_dequantisation(fmt, sw, mkn, out_dtype):
-    m, k, n = mkn
-    g = torch.Generator().manual_seed(hash((fmt, m)) % 1000)
+def block_scaled_operands(fmt, m, k, n, g):
+    """Operands and block scales of one format (mxfp8, mxfp4: e8m0 per 32;
+    nvfp4: float4 with e4m3 per 16) and the operands' values in f32."""
     block = 16 if fmt == "nvfp4" else 32
     if fmt == "mxfp8":
         a = (torch.randn(m, k, generator=g) * 4).to(torch.float8_e4m3fn)
@@ -264,17 +260,30 @@ def test_block_scaled_mm_matches_cpu_dequantisation(fmt, sw, mkn, out_dtype):
         a_bytes, b_bytes = fp4_bytes(m, k, g), fp4_bytes(n, k, g)
         a, b = a_bytes.view(torch.float4_e2m1fn_x2), b_bytes.view(torch.float4_e2m1fn_x2)
         av, bv = fp4_values(a_bytes), fp4_values(b_bytes)
-    if fmt == "nvfp4":  # e4m3 block scales and one f32 scale per operand
+    if fmt == "nvfp4":
         sa = (torch.rand(m, k // block, generator=g) * 4 + 0.25).to(torch.float8_e4m3fn)
         sb = (torch.rand(n, k // block, generator=g) * 4 + 0.25).to(torch.float8_e4m3fn)
+    else:
+        sa = torch.randint(118, 136, (m, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
+        sb = torch.randint(118, 136, (n, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
+    return a, b, av, bv, sa, sb, block
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8", "nvfp4"])
+@pytest.mark.parametrize("sw", [SwizzleType.NO_SWIZZLE, SwizzleType.SWIZZLE_32_4_4], ids=["rowmajor", "swizzled"])
+@pytest.mark.parametrize("mkn", [(128, 128, 64), (40, 64, 24)], ids=["aligned", "padded"])
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_block_scaled_mm_matches_cpu_dequantisation(fmt, sw, mkn, out_dtype):
+    m, k, n = mkn
+    g = torch.Generator().manual_seed(hash((fmt, m)) % 1000)
+    a, b, av, bv, sa, sb, block = block_scaled_operands(fmt, m, k, n, g)
+    if fmt == "nvfp4":  # e4m3 block scales and one f32 scale per operand
         ga, gb = torch.tensor(0.75), torch.tensor(1.5)
         scales_a, recipes = [swizzled(sa, sw), ga], [ScalingType.BlockWise1x16, ScalingType.TensorWise]
         scales_b = [swizzled(sb, sw), gb]
         swz = [sw, SwizzleType.NO_SWIZZLE]
         glob = 0.75 * 1.5
     else:
-        sa = torch.randint(118, 136, (m, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
-        sb = torch.randint(118, 136, (n, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
         scales_a, scales_b, recipes, swz, glob = swizzled(sa, sw), swizzled(sb, sw), ScalingType.BlockWise1x32, sw, 1.0
     bias = torch.randn(n, generator=g).to(out_dtype)
     ref = ((av * block_scale_values(sa, block)) @ (bv * block_scale_values(sb, block)).t()) * glob + bias.float()
@@ -401,21 +410,7 @@ def test_scaled_mm_v1_blockwise_matches_cpu_dequantisation(pair):
 def test_scaled_mm_v1_block_scales_match_cpu_dequantisation(fmt):
     m, k, n = 40, 64, 48
     g = torch.Generator().manual_seed(len(fmt))
-    block = 16 if fmt == "nvfp4" else 32
-    if fmt == "mxfp8":
-        a = (torch.randn(m, k, generator=g) * 4).to(torch.float8_e4m3fn)
-        b = (torch.randn(n, k, generator=g) * 4).to(torch.float8_e4m3fn)
-        av, bv = a.float(), b.float()
-    else:
-        a_bytes, b_bytes = fp4_bytes(m, k, g), fp4_bytes(n, k, g)
-        a, b = a_bytes.view(torch.float4_e2m1fn_x2), b_bytes.view(torch.float4_e2m1fn_x2)
-        av, bv = fp4_values(a_bytes), fp4_values(b_bytes)
-    if fmt == "nvfp4":
-        sa = (torch.rand(m, k // block, generator=g) * 4 + 0.25).to(torch.float8_e4m3fn)
-        sb = (torch.rand(n, k // block, generator=g) * 4 + 0.25).to(torch.float8_e4m3fn)
-    else:
-        sa = torch.randint(118, 136, (m, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
-        sb = torch.randint(118, 136, (n, k // block), dtype=torch.uint8, generator=g).view(torch.float8_e8m0fnu)
+    a, b, av, bv, sa, sb, block = block_scaled_operands(fmt, m, k, n, g)
     ref = (av * block_scale_values(sa, block)) @ (bv * block_scale_values(sb, block)).t()
     sa_dev = to_blocked(sa).flatten().to(DEV)  # torchao passes them flat
     sb_dev = to_blocked(sb).reshape(-1, 16).to(DEV)
