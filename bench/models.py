@@ -4,15 +4,18 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def _train_step(model, opt, batch_fn, loss_fn):
+def _train_step(model, opt, batch, loss_fn, lr):
+    """(step, parts): the eager AdamW step, and its parts for a contender that
+    builds its own step (bench/peers.py's jax.jit one): model, loss, batch, lr."""
+    x, y = batch
+
     def step():
-        x, y = batch_fn()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         return loss
-    return step
+    return step, {"model": model, "loss": loss_fn, "batch": batch, "lr": lr}
 
 
 def mlp_step(device, features=256, hidden=512, classes=10, batch=128):
@@ -21,8 +24,7 @@ def mlp_step(device, features=256, hidden=512, classes=10, batch=128):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randn(batch, features).to(device)
     y = torch.randint(0, classes, (batch,)).to(device)
-    step = _train_step(model, opt, lambda: (x, y), F.cross_entropy)
-    return step, step
+    return _train_step(model, opt, (x, y), F.cross_entropy, 1e-3)
 
 
 class Block(nn.Module):
@@ -66,9 +68,8 @@ def gpt_step(device, batch=8, seq=32, vocab=256):
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     data = torch.randint(0, vocab, (batch, seq + 1)).to(device)
     x, y = data[:, :-1], data[:, 1:]
-    step = _train_step(model, opt, lambda: (x, y),
-                       lambda logits, tgt: F.cross_entropy(logits.reshape(-1, vocab), tgt.reshape(-1)))
-    return step, step
+    return _train_step(model, opt, (x, y),
+                       lambda logits, tgt: F.cross_entropy(logits.reshape(-1, vocab), tgt.reshape(-1)), 3e-4)
 
 
 def gpt_generate(device, new_tokens=32, vocab=256):
@@ -95,8 +96,7 @@ def cnn_step(device, batch=16):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x = torch.randn(batch, 3, 32, 32).to(device)
     y = torch.randint(0, 10, (batch,)).to(device)
-    step = _train_step(model, opt, lambda: (x, y), F.cross_entropy)
-    return step, step
+    return _train_step(model, opt, (x, y), F.cross_entropy, 1e-3)
 
 
 def hf_llama_generate(device, new_tokens=64, prompt_len=8, static=False, compiled=None):
@@ -125,3 +125,79 @@ def hf_llama_generate(device, new_tokens=64, prompt_len=8, static=False, compile
             out = model.generate(prompt if x is None else x, **kw)
         return out[0, -1].item()
     return generate, prompt_of
+
+
+def op_chain(device, size=128, length=50):
+    """A dependent chain of small elementwise ops (3 per link): per-op host
+    overhead in eager modes, one fused kernel for a compiler. Returns
+    (fn, x): fn(x) is the chain; x its input on `device`."""
+    def chain(x):
+        for _ in range(length):
+            x = torch.tanh(x * 1.01 + 0.01)
+        return x
+    return chain, torch.randn(size, size).to(device)
+
+
+class KVDecoder(nn.Module):
+    """TinyGPT's weights run one token at a time over a static KV cache:
+    forward(tok [B, 1], pos (0-d int64), cache [layers, 2, B, heads, context,
+    head_dim]) -> (logits [B, 1, vocab], new cache). Out-of-place cache
+    update and fixed shapes, so a tracing compiler builds one executable for
+    every position."""
+
+    def __init__(self, gpt: TinyGPT):
+        super().__init__()
+        self.gpt = gpt
+
+    def forward(self, tok, pos, cache):
+        g = self.gpt
+        x = g.tok(tok) + g.pos(pos.view(1))
+        context = cache.shape[4]
+        visible = torch.arange(context, device=tok.device) <= pos
+        layers = []
+        for i, blk in enumerate(g.blocks):
+            b, t, c = x.shape
+            h = blk.heads
+            q, k, v = blk.qkv(blk.ln1(x)).split(c, dim=-1)
+            q, k, v = (z.view(b, t, h, c // h).transpose(1, 2) for z in (q, k, v))
+            kc = cache[i, 0].index_copy(2, pos.view(1), k)
+            vc = cache[i, 1].index_copy(2, pos.view(1), v)
+            layers.append(torch.stack([kc, vc]))
+            s = (q @ kc.transpose(-1, -2)) * (c // h) ** -0.5
+            a = torch.softmax(s.masked_fill(~visible, float("-inf")), dim=-1) @ vc
+            x = x + blk.proj(a.transpose(1, 2).reshape(b, t, c))
+            x = x + blk.mlp(blk.ln2(x))
+        return g.head(g.ln(x)), torch.stack(layers)
+
+
+def gpt_kv_generate(device, wrap=lambda m: m, new_tokens=32, prompt_len=8, batch=1, vocab=256, context=64):
+    """Greedy generation with a static KV cache: the prompt and then
+    `new_tokens` tokens, one decode call each, tokens staying on the device
+    until the one host read at the end. `wrap(decoder)` returns the callable
+    a contender runs (torch.compile, a jit, or the module itself). Returns
+    (generate, {"decoder", "prompt"})."""
+    torch.manual_seed(0)
+    gpt = TinyGPT(vocab=vocab, context=context).eval()
+    decoder = KVDecoder(gpt).to(device)
+    decode = wrap(decoder)
+    heads = gpt.blocks[0].heads
+    width = gpt.tok.embedding_dim
+    shape = (len(gpt.blocks), 2, batch, heads, context, width // heads)
+    prompt = torch.randint(0, vocab, (batch, prompt_len)).to(device)
+
+    def generate():
+        with torch.no_grad():
+            cache = torch.zeros(shape, device=device)
+            pos = torch.zeros((), dtype=torch.long, device=device)
+            for i in range(prompt_len - 1):
+                _, cache = decode(prompt[:, i:i + 1], pos, cache)
+                pos = pos + 1
+            tok = prompt[:, -1:]
+            out = []
+            for _ in range(new_tokens):
+                logits, cache = decode(tok, pos, cache)
+                tok = logits.argmax(-1)
+                pos = pos + 1
+                out.append(tok)
+            return torch.cat(out, dim=1)
+    return generate, {"decoder": decoder, "prompt": prompt}

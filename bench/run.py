@@ -553,6 +553,7 @@ def run_native(args, when):
     cmd += ["--no-inductor"] if args.no_inductor else []
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env["TORCH_TPU_BENCH_SIDE"] = "native"
+    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # else `import torch` loads torch_tpu (its entry point)
     print(f"[native baseline, {when}: its own process]", flush=True)
     subprocess.run(cmd, env=env, check=True, timeout=3600)
     with open(out) as f:

@@ -138,6 +138,27 @@ def test_small_gpt_trains_like_cpu():
     check_scenario(scenario, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_kv_cache_generation_matches_full_recompute(compiled):
+    """bench/models.py's static-KV-cache decoder (the generation workload of
+    bench/peers.py): its greedy tokens on 'tpu', eager or under
+    torch.compile(backend="tpu"), equal CPU's and equal greedy decoding that
+    recomputes the whole prefix with TinyGPT each token."""
+    if compiled and not ON_TPU:
+        pytest.skip("torch.compile(backend='tpu') needs 'tpu'")
+    wrap = (lambda m: torch.compile(m, backend="tpu")) if compiled else (lambda m: m)
+    gen_cpu, parts = models.gpt_kv_generate("cpu", new_tokens=6, prompt_len=5)
+    tokens = gen_cpu()
+    gen_dev, _ = models.gpt_kv_generate(DEV, wrap=wrap, new_tokens=6, prompt_len=5)
+    assert torch.equal(gen_dev().cpu(), tokens)
+    gpt = parts["decoder"].gpt
+    idx = parts["prompt"]
+    with torch.no_grad():
+        for _ in range(6):
+            idx = torch.cat([idx, gpt(idx)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(idx[:, 5:], tokens)
+
+
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("masks", ["none", "src_mask", "padding", "both"])

@@ -391,11 +391,7 @@ class TpuBackend(_CBackend):
         return self._in_flight(_PendingWork(self._gloo.send(hosts, dst_rank, tag), tensors))
 
     def _recv_work(self, tensors, hosts, gloo_work):
-        def finish():
-            with torch.no_grad():  # a write into the buffer's memory, as NCCL's; not an autograd op
-                for t, h in zip(tensors, hosts):
-                    t.copy_(h)
-        return self._in_flight(_PendingWork(gloo_work, tensors, finish))
+        return self._in_flight(_PendingWork(gloo_work, tensors, lambda: self._finish(tensors, hosts)))
 
     def recv(self, tensors, src_rank, tag=0):
         hosts = [torch.empty_like(t, device="cpu") for t in tensors]

@@ -174,8 +174,7 @@ std::vector<Value> scaled_mm(LowerCtx& c) {
   }
   // blockwise scales multiply the operands first, so only per-tensor and
   // row-wise scales leave the float8 operands to the dot
-  Value acc = blockwise ? b.dot_general(a, w, {}, {}, {1}, {0}, f32, shlo::Precision::Highest)
-                        : kFloat8Dot.get()(b, c.t(0), c.t(1));
+  Value acc = blockwise ? widened_dot(b, a, w) : kFloat8Dot.get()(b, c.t(0), c.t(1));
   const std::vector<int64_t> mn = acc.type.dims;
   auto operand = [&](size_t k, const char* what) {
     Value s = b.convert(c.t(k), f32);
