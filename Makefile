@@ -11,7 +11,7 @@ VPY := $(VENV)/bin/python
 SRCS := $(shell find csrc -name '*.cc' -o -name '*.cpp' -o -name '*.h') setup.py
 BUILD_ENV := TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=2
 
-.PHONY: demo test test-all test-hf bench conformance fuzz build clean link titan
+.PHONY: demo test test-all test-hf bench bench-peers conformance fuzz build clean link titan
 
 # TorchTitan (issue #17) needs datasets, whose huggingface_hub pin conflicts
 # with the Transformers stack's: its own venv, keyed by both requirement
@@ -31,14 +31,37 @@ $(VENV_DIR)/.test-complete: requirements-test.txt $(VENV_DIR)/.complete
 	$(VENV_DIR)/bin/pip install -q --disable-pip-version-check -r requirements-test.txt
 	@touch $@
 
-# After the test libraries (the titan pip sees the main venv's packages), from
-# the main venv's interpreter (the same Python the .pth file's packages need).
-$(TITAN_DIR)/.complete: requirements-titan.txt $(VENV_DIR)/.test-complete
-	@test -x $(TITAN_DIR)/bin/python || $(VENV_DIR)/bin/python -m venv $(TITAN_DIR)
+# $(call layered_venv,DIR,REQUIREMENTS): a venv in DIR made from the main
+# venv's interpreter (the same Python the .pth file's packages need) that sees
+# the main venv's packages through a .pth file, plus REQUIREMENTS, with the
+# main venv's pins as constraints (torch is never resolved again).
+define layered_venv
+	@test -x $(1)/bin/python || $(VENV_DIR)/bin/python -m venv $(1)
 	@MAIN=$$($(VENV_DIR)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
-	  OWN=$$($(TITAN_DIR)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
+	  OWN=$$($(1)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
 	  echo "import site; site.addsitedir('$$MAIN')" > $$OWN/zz_torch_tpu_main.pth
-	$(TITAN_DIR)/bin/pip install -q --disable-pip-version-check -r requirements-titan.txt -c requirements.txt
+	$(1)/bin/pip install -q --disable-pip-version-check -r $(2) -c requirements.txt
+	@touch $(1)/.complete
+endef
+
+# After the test libraries (the titan pip sees the main venv's packages).
+$(TITAN_DIR)/.complete: requirements-titan.txt $(VENV_DIR)/.test-complete
+	$(call layered_venv,$(TITAN_DIR),requirements-titan.txt)
+
+# The peers of `make bench-peers` (#19): torchax + JAX on our torch, layered
+# like the titan venv; torch_xla in a venv of its own, since it is built
+# against torch 2.9.0 (a CUDA build from PyPI: several GB the first time).
+PEERS_HASH := $(shell cat requirements-peers.txt requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+PEERS_DIR := $(HOME)/.cache/torch_tpu/peers-$(PEERS_HASH)
+XLA_HASH := $(shell cat requirements-xla.txt | sha256sum | cut -c1-16)
+XLA_DIR := $(HOME)/.cache/torch_tpu/xla-$(XLA_HASH)
+
+$(PEERS_DIR)/.complete: requirements-peers.txt $(VENV_DIR)/.complete
+	$(call layered_venv,$(PEERS_DIR),requirements-peers.txt)
+
+$(XLA_DIR)/.complete: requirements-xla.txt
+	@test -x $(XLA_DIR)/bin/python || $(PYTHON) -m venv $(XLA_DIR)
+	$(XLA_DIR)/bin/pip install -q --disable-pip-version-check -r requirements-xla.txt
 	@touch $@
 
 # The venv is shared by every clone on the machine, so the editable install is
@@ -71,6 +94,14 @@ titan: build $(TITAN_DIR)/.complete
 
 bench: build
 	$(VPY) bench/run.py
+
+# Every contender in its own process, rounds alternating the order (#19). A
+# peer that cannot be installed is reported absent, so its install may fail.
+PEERS_ARGS ?=
+bench-peers: build
+	-$(MAKE) --no-print-directory $(PEERS_DIR)/.complete
+	-$(MAKE) --no-print-directory $(XLA_DIR)/.complete
+	$(VPY) bench/peers.py --torchax-python $(PEERS_DIR)/bin/python --xla-python $(XLA_DIR)/bin/python $(PEERS_ARGS)
 
 # Full OpInfo conformance run (float32/bf16/f16, forward and gradients);
 # writes build/conformance/report.json and prints the summary line.
