@@ -93,15 +93,20 @@ class Contender:
     def setup(self):
         import torch  # noqa: F401
 
-    def train_step(self, make):
-        step, _ = make(self.device)
-        return step
-
-    def function(self, fn):
+    def compile(self, fn):
+        """What the contender does to any callable it runs (the default for
+        all three workload kinds below); eager contenders run it as is."""
         return fn
 
+    def train_step(self, make):
+        step, _ = make(self.device)
+        return self.compile(step)
+
+    def function(self, fn):
+        return self.compile(fn)
+
     def decoder(self, module):
-        return module
+        return self.compile(module)
 
     def sync(self, out):
         pass
@@ -112,18 +117,9 @@ class CpuEager(Contender):
 
 
 class CpuInductor(Contender):
-    def train_step(self, make):
+    def compile(self, fn):
         import torch
-        step, _ = make(self.device)
-        return torch.compile(step)  # backward() is a graph break: forward, backward and optimizer graphs
-
-    def function(self, fn):
-        import torch
-        return torch.compile(fn)
-
-    def decoder(self, module):
-        import torch
-        return torch.compile(module)
+        return torch.compile(fn)  # a train step's backward() is a graph break: forward, backward, optimizer graphs
 
 
 class Tpu(Contender):
@@ -139,19 +135,9 @@ class Tpu(Contender):
         set_eager_mode(EagerMode.DEFER_AND_FUSE if self.mode == "defer" else EagerMode.STRICT)
         _start_runtime(torch, self.device)
 
-    def _compile(self, fn):
+    def compile(self, fn):
         import torch
         return torch.compile(fn, backend="tpu") if self.mode == "compiled" else fn
-
-    def train_step(self, make):
-        step, _ = make(self.device)
-        return self._compile(step)
-
-    def function(self, fn):
-        return self._compile(fn)
-
-    def decoder(self, module):
-        return self._compile(module)
 
     def sync(self, out):
         import torch
@@ -264,7 +250,7 @@ class TorchXla(Contender):
         import torch
         _start_runtime(torch, self.device)
 
-    def _wrap(self, fn):
+    def compile(self, fn):
         if self.compiled:
             import torch
             return torch.compile(fn, backend="openxla")
@@ -275,16 +261,6 @@ class TorchXla(Contender):
             xla.sync()  # LazyTensor: cut and run the graph traced since the last sync
             return out
         return stepped
-
-    def train_step(self, make):
-        step, _ = make(self.device)
-        return self._wrap(step)
-
-    def function(self, fn):
-        return self._wrap(fn)
-
-    def decoder(self, module):
-        return self._wrap(module)
 
     def sync(self, out):
         import torch_xla.core.xla_model as xm
