@@ -27,6 +27,11 @@ ops::ViewSpec view_of(const at::Tensor& t);
 
 // The dense value of a tpu tensor (its dtype and shape).
 BufferPtr read(const at::Tensor& t);
+// Whether `t` is exactly its storage's buffer (read() returns it as it is).
+bool is_whole_buffer(const runtime::StorageHandle& h, const at::Tensor& t);
+// Whether ops take view operands as buffer + view (runtime::view_operand) rather than
+// reading them first by an executable of their own; TORCH_TPU_FOLD_VIEWS=0 turns it off.
+bool fold_views();
 // Writes a value of dst's dtype and shape through dst (any view).
 void write(const at::Tensor& dst, const BufferPtr& value);
 // A new contiguous tensor that owns `value`.

@@ -133,6 +133,7 @@ void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::Opera
   std::string& key = m.key;
   key.clear();
   m.inputs.clear();
+  m.views.clear();
   m.rng = false;
   m.precision = ops::MatmulPrecision::Highest;
   key += lowering.name;
@@ -175,7 +176,13 @@ void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::Opera
         return false;
       }
       append_tensor_key(key, 'T', t);
-      m.inputs.push_back(read(t));
+      runtime::StorageHandle& h = handle_of(t);
+      if (is_whole_buffer(h, t) || !fold_views()) {
+        m.inputs.push_back(read(t));
+      } else {
+        m.views.push_back(ViewInput{m.inputs.size(), view_of(t)});
+        runtime::view_operand(h, m.views.back().view, m.inputs, key);
+      }
       return true;
     }
     if (host_ok && t.dim() > 0) {  // index tensors may live on the host, as with CUDA
@@ -377,6 +384,22 @@ void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::Opera
     m.precision = current_precision();
     key += static_cast<char>('0' + static_cast<int>(m.precision));
   }
+}
+
+std::vector<shlo::Value> gather_views(shlo::Builder& b, const std::vector<shlo::Value>& in,
+                                      const std::vector<ViewInput>& views) {
+  std::vector<shlo::Value> out;
+  out.reserve(in.size());
+  size_t next_view = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (next_view < views.size() && views[next_view].input == i) {
+      out.push_back(ops::gather_view(b, in[i], views[next_view].view, &in[i + 1]));
+      ++next_view, ++i;  // the offset is consumed
+    } else {
+      out.push_back(in[i]);
+    }
+  }
+  return out;
 }
 
 std::optional<shlo::Value> bind(std::vector<ops::Arg>& args, const std::vector<uint16_t>& takes, bool rng,

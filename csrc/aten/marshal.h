@@ -39,6 +39,14 @@ struct OpPlan {
 
 OpPlan make_plan(const c10::FunctionSchema& schema);
 
+// A tensor operand passed as its storage's buffer and the view's offset (two
+// runtime inputs from `input` on; runtime::view_operand): the module gathers
+// the view itself, next to the op that reads it.
+struct ViewInput {
+  size_t input = 0;
+  ops::ViewSpec view;
+};
+
 // One call's arguments after the single pass: the executable's cache key, the
 // runtime inputs in the order the lowering takes them, and the lowering's
 // arguments with every attribute set and values left empty (`takes` says how
@@ -52,6 +60,7 @@ struct Marshalled {
   ops::MatmulPrecision precision = ops::MatmulPrecision::Highest;
   bool skip_self = false;  // kNoReadSelf in place: self's old value is not loaded
   bool layout = false;  // a non-contiguous input: results take the layout the meta function gives
+  std::vector<ViewInput> views;  // in input order
 };
 
 // How a result is laid out, as CPU lays it out (the meta function's strides):
@@ -69,6 +78,11 @@ ResultLayout permuted_layout(const at::Tensor& t);
 
 void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::OperatorName& name,
              const std::vector<c10::IValue>& args, int dev, Marshalled& m);
+
+// One value per tensor operand: each view input's buffer and offset become
+// the view's value (ops::gather_view); other values pass through.
+std::vector<shlo::Value> gather_views(shlo::Builder& b, const std::vector<shlo::Value>& in,
+                                      const std::vector<ViewInput>& views);
 
 // Gives each argument its values (one per runtime input, in marshalling
 // order); returns the generator state when the op draws from the default one.

@@ -18,13 +18,24 @@ ops::ViewSpec view_of(const at::Tensor& t) {
   return ops::ViewSpec{elem_of(t.scalar_type()), t.sizes().vec(), t.strides().vec(), t.storage_offset()};
 }
 
+bool is_whole_buffer(const runtime::StorageHandle& h, const at::Tensor& t) {
+  return h.buffer && t.storage_offset() == 0 && t.is_contiguous() && h.buffer->type().dims == t.sizes() &&
+         h.buffer->type().elem == elem_of(t.scalar_type());
+}
+
 BufferPtr read(const at::Tensor& t) {
   runtime::StorageHandle& h = handle_of(t);
   // Hot path: the tensor is exactly its storage's buffer (no view metadata to build).
-  if (h.buffer && t.storage_offset() == 0 && t.is_contiguous() && h.buffer->type().dims == t.sizes() &&
-      h.buffer->type().elem == elem_of(t.scalar_type()))
-    return h.buffer;
+  if (is_whole_buffer(h, t)) return h.buffer;
   return runtime::read_view(h, view_of(t));
+}
+
+bool fold_views() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_TPU_FOLD_VIEWS");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
 }
 
 void write(const at::Tensor& dst, const BufferPtr& value) { runtime::write_view(handle_of(dst), view_of(dst), value); }

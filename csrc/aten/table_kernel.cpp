@@ -432,6 +432,7 @@ TableKernel::Signature TableKernel::derive(const c10::OperatorHandle& op, const 
   sig.args = std::move(m.args);
   sig.names = &plan_.names;
   sig.takes = std::move(m.takes);
+  sig.views = m.views;
   sig.rng = m.rng;
   sig.precision = m.precision;
   if (!lowering_->infer) {
@@ -515,7 +516,7 @@ TableKernel::Emitted TableKernel::emit(shlo::Builder& b, const std::vector<shlo:
   // complex32 and bcomplex32 are storage types only: lowerings see complex64
   // values and result types, and the results are rounded back below (CPU
   // computes ComplexHalf ops in complex<float> and rounds each result too).
-  std::vector<shlo::Value> values = in_values;
+  std::vector<shlo::Value> values = sig.views.empty() ? in_values : gather_views(b, in_values, sig.views);
   std::optional<at::ScalarType> promoted;  // of the inputs' dtypes, when one is packed complex
   for (shlo::Value& v : values)
     if (shlo::is_packed_complex(v.type.elem)) promoted = scalar_type_of(v.type.elem);

@@ -36,6 +36,7 @@ class TableKernel final : public c10::OperatorKernel {
     std::vector<ops::Arg> args;
     const std::vector<std::string>* names = nullptr;  // the plan's: the kernel outlives its signatures
     std::vector<uint16_t> takes;
+    std::vector<ViewInput> views;  // view operands the module gathers (marshal.h)
     bool rng = false;
     ops::MatmulPrecision precision = ops::MatmulPrecision::Highest;
     ElemType common = ElemType::F32;

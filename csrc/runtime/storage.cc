@@ -78,11 +78,16 @@ BufferPtr zeros(const TensorType& type, int device) {
   });
 }
 
+bool is_whole_buffer(const StorageHandle& h, const ops::ViewSpec& v) {
+  if (!h.buffer) return false;
+  const TensorType& bt = h.buffer->type();
+  return bt.elem == v.elem && v.offset == 0 && bt.dims == v.sizes && ops::is_contiguous(v.sizes, v.strides);
+}
+
 BufferPtr read_view(StorageHandle& h, const ops::ViewSpec& v) {
   ensure_buffer(h, v.elem);
+  if (is_whole_buffer(h, v)) return h.buffer;
   const TensorType& bt = h.buffer->type();
-  if (bt.elem == v.elem && v.offset == 0 && bt.dims == v.sizes && ops::is_contiguous(v.sizes, v.strides))
-    return h.buffer;
   std::string key = "read|";
   append_type(key, bt);
   append_view(key, v);
@@ -91,6 +96,15 @@ BufferPtr read_view(StorageHandle& h, const ops::ViewSpec& v) {
                        [v](shlo::Builder& b, const std::vector<Value>& in) {
                          return std::vector<Value>{ops::gather_view(b, in[0], v, &in[1])};
                        });
+}
+
+void view_operand(StorageHandle& h, const ops::ViewSpec& v, std::vector<BufferPtr>& inputs, std::string& key) {
+  ensure_buffer(h, v.elem);
+  key += 'v';
+  append_type(key, h.buffer->type());
+  append_view(key, v);
+  inputs.push_back(h.buffer);
+  inputs.push_back(offset_buffer(v.offset, h.device));
 }
 
 namespace {

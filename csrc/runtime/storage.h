@@ -23,8 +23,16 @@ struct StorageHandle {
   BufferPtr buffer;       // null until first written: reads as zeros
 };
 
+// Whether `view` is exactly the storage's current buffer (its value needs no gather).
+bool is_whole_buffer(const StorageHandle& h, const ops::ViewSpec& view);
 // The dense value of `view` (shape view.sizes, type view.elem).
 BufferPtr read_view(StorageHandle& h, const ops::ViewSpec& view);
+// A view as an operand of another op's module, without an executable of its
+// own: appends the storage's buffer and the view's offset (an s64 scalar) to
+// `inputs` and the view to `key`; the op's module gathers the view
+// (ops::gather_view), next to the op that consumes it, so XLA fuses the
+// transpose or slice into it. The buffer is made first for a fresh storage.
+void view_operand(StorageHandle& h, const ops::ViewSpec& view, std::vector<BufferPtr>& inputs, std::string& key);
 // Writes `value` (shape view.sizes, type view.elem) through `view`.
 void write_view(StorageHandle& h, const ops::ViewSpec& view, const BufferPtr& value);
 // Moves the contents into a storage of `new_nbytes` (zero-filled tail).
