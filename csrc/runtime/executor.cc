@@ -1,6 +1,8 @@
 #include "runtime/executor.h"
 
+#include <cstdlib>
 #include <optional>
+#include <string>
 
 #include "runtime/deferred.h"
 #include "runtime/trace.h"
@@ -51,11 +53,40 @@ EagerExecutor g_eager;
 DeferredExecutor g_deferred;
 Executor* const g_all[] = {&g_eager, &g_deferred};
 
+thread_local int t_fused_depth = 0;
+
 }  // namespace
 
 Executor& executor() {
-  if (mode() == Mode::DeferAndFuse) return g_deferred;
+  if (mode() == Mode::DeferAndFuse || t_fused_depth > 0) return g_deferred;
   return g_eager;
+}
+
+bool in_fused_region() { return t_fused_depth > 0; }
+
+static bool fused_regions_on() {
+  static const bool on = [] {
+    const char* v = std::getenv("TORCH_TPU_FUSED_REGIONS");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
+FusedRegion::FusedRegion() : active_(mode() == Mode::Strict && fused_regions_on()) {
+  if (active_) ++t_fused_depth;
+}
+
+void FusedRegion::close() {
+  if (!active_) return;
+  active_ = false;
+  if (--t_fused_depth == 0) runtime::flush("fused region");
+}
+
+FusedRegion::~FusedRegion() {
+  try {
+    close();
+  } catch (...) {
+  }
 }
 
 void sync_thread(const char* reason) {

@@ -48,6 +48,28 @@ Executor& executor();
 
 inline std::vector<BufferPtr> submit(const Submission& s) { return executor().submit(s); }
 
+// A region of ops that runs as one graph even in Strict mode: while it is
+// open the calling thread records (as DeferAndFuse does), and closing it runs
+// the graph. A foreach op (an optimizer's update of every parameter) becomes
+// one executable instead of one per tensor, with the same lowerings. Under
+// Debug (op by op by design) and DeferAndFuse (already recording) it changes
+// nothing. Regions nest; the outermost one runs the graph. Closing runs it
+// and raises its errors; a region left by an exception runs it and drops
+// that run's own error (the first error propagates).
+class FusedRegion {
+ public:
+  FusedRegion();
+  ~FusedRegion();
+  FusedRegion(const FusedRegion&) = delete;
+  FusedRegion& operator=(const FusedRegion&) = delete;
+  void close();
+
+ private:
+  bool active_;
+};
+// Whether the calling thread is inside an active FusedRegion.
+bool in_fused_region();
+
 // Sync points, whatever the mode (work held back under an earlier mode runs
 // too): the calling thread's work (before a compiled graph reads its
 // inputs), or every thread's (synchronize, an event, the profiler's stop).
