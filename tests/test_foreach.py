@@ -105,19 +105,50 @@ def test_strict_foreach_call_is_one_execution(n):
 
 
 @tpu_only
-def test_strict_adamw_step_executions_do_not_grow_with_parameters():
-    # foreach AdamW (torch's default on 'tpu'): one executable per foreach call
+@pytest.mark.parametrize("impl,most", [("foreach", 8), ("fused", 2)])
+def test_strict_adamw_step_executions_do_not_grow_with_parameters(impl, most):
+    # foreach AdamW (torch's default on 'tpu'): one executable per foreach
+    # call; fused=True: the step counts' foreach add and the whole update
     from torch_tpu.execution_mode import EagerMode, eager_mode
 
     def step_executions(n_params):
-        params = [torch.nn.Parameter(torch.rand(8, 4, device=DEV)) for _ in range(n_params)]
-        opt = torch.optim.AdamW(params, lr=0.1)
-        for p in params:
-            p.grad = torch.rand_like(p)
-        opt.step()
-        before = _executions()
-        opt.step()
-        return _executions() - before
+        torch.manual_seed(0)
+        params = [torch.nn.Parameter(torch.rand(8, 4)) for _ in range(n_params)]
+        grads = [torch.rand(8, 4) for _ in range(n_params)]
+        on_dev = [torch.nn.Parameter(p.detach().to(DEV)) for p in params]
+        for ps, gs in ((params, grads), (on_dev, [g.to(DEV) for g in grads])):
+            opt = torch.optim.AdamW(ps, lr=0.1, weight_decay=0.1, **{impl: True})
+            for p, g in zip(ps, gs):
+                p.grad = g
+            opt.step()
+            before = _executions()
+            opt.step()
+            count = _executions() - before
+        for p, q in zip(params, on_dev):
+            torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-5)
+        return count
 
     with eager_mode(EagerMode.STRICT):
-        assert step_executions(2) == step_executions(10) < 2 * 8
+        assert step_executions(2) == step_executions(10) <= most
+
+
+@tpu_only
+def test_strict_fused_region_failure_is_a_clear_error():
+    import torch_tpu
+    from torch_tpu.execution_mode import EagerMode, eager_mode
+    xs = [torch.ones(3, device=DEV) for _ in range(3)]
+    other = torch.ones(3, device=DEV)
+    with eager_mode(EagerMode.STRICT):
+        torch_tpu._C._inject_graph_failure(True)
+        try:
+            with pytest.raises(RuntimeError, match=r"fused region.*mul"):
+                torch._foreach_mul_(xs, 2.0)
+        finally:
+            torch_tpu._C._inject_graph_failure(False)
+        # as in DeferAndFuse, the values the graph was to write are lost, and reading one says so
+        with pytest.raises(RuntimeError, match="failed to run"):
+            xs[0].cpu()
+        # the rest of the process goes on op by op
+        before = _executions()
+        assert (other + 1).sum().item() == 6.0
+        assert _executions() - before == 2

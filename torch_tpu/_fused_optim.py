@@ -4,12 +4,15 @@ _fused_adamw_ and _fused_sgd_ written with ordinary device ops.
 The arithmetic follows PyTorch's fused CPU kernels step for step (weight decay,
 lerp of the first moment, bias corrections from each parameter's step count,
 amsgrad, maximize, GradScaler's grad_scale / found_inf). Step counts stay
-device tensors, so nothing here synchronises with the host; in DeferAndFuse
-mode the whole update joins the step's fused graph.
+device tensors, so nothing here synchronises with the host. The whole update
+is one graph: a FusedRegion in Strict mode (one executable per step), the
+step's pending graph in DeferAndFuse.
 """
 from __future__ import annotations
 
 import torch
+
+from . import _C
 
 _lib = None
 
@@ -61,15 +64,22 @@ def _adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *,
 
 
 def _fused_adam(*args, **kw):
-    _adam(*args, decoupled=False, **kw)
+    with _C._FusedRegion():
+        _adam(*args, decoupled=False, **kw)
 
 
 def _fused_adamw(*args, **kw):
-    _adam(*args, decoupled=True, **kw)
+    with _C._FusedRegion():
+        _adam(*args, decoupled=True, **kw)
 
 
-def _fused_sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov,
-               maximize, is_first_step, grad_scale=None, found_inf=None):
+def _fused_sgd(*args, **kw):
+    with _C._FusedRegion():
+        _sgd(*args, **kw)
+
+
+def _sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov,
+         maximize, is_first_step, grad_scale=None, found_inf=None):
     grads, found_inf = _unscale(list(grads), grad_scale, found_inf)
     for i, p in enumerate(params):
         g = -grads[i] if maximize else grads[i]

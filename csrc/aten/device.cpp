@@ -12,6 +12,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "aten/common.h"
@@ -544,6 +545,28 @@ PYBIND11_MODULE(_C, m) {
         }
       },
       py::arg("reason") = "explicit torch_tpu.sync()");
+  // `with _C._FusedRegion():` runs the block's ops as one graph in Strict
+  // mode (runtime::FusedRegion; the fused optimizers' steps).
+  struct PyFusedRegion {
+    std::optional<runtime::FusedRegion> region;
+  };
+  py::class_<PyFusedRegion>(m, "_FusedRegion")
+      .def(py::init<>())
+      .def("__enter__", [](PyFusedRegion& r) { r.region.emplace(); })
+      .def("__exit__", [](PyFusedRegion& r, py::object type, py::object, py::object) {
+        if (!r.region) return;
+        if (!type.is_none()) {  // the block's exception propagates; the graph still runs
+          r.region.reset();
+          return;
+        }
+        try {
+          r.region->close();
+        } catch (...) {
+          r.region.reset();
+          aten::rethrow_as_torch_error("fused region");
+        }
+        r.region.reset();
+      });
   m.def("_inject_graph_failure", [](bool on) { runtime::inject_graph_failure(on); });
   // Whether the profiler's device track is noting executions (runtime/trace.h).
   m.def("_device_trace_on", [] { return runtime::trace::on(); });

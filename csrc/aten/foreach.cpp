@@ -37,11 +37,22 @@
 
 #include <type_traits>
 
+#include "aten/common.h"
 #include "runtime/executor.h"
 
 namespace ttpu::aten {
 
 namespace {
+
+// Runs the region's graph; its failure (a device OOM, a runtime error) is a
+// PyTorch exception naming the graph's ops.
+void close(runtime::FusedRegion& region) {
+  try {
+    region.close();
+  } catch (...) {
+    rethrow_as_torch_error("foreach op (fused region)");
+  }
+}
 
 // PyTorch's generic kernel `F`, run inside a fused region.
 template <auto F, class = decltype(F)>
@@ -52,10 +63,10 @@ struct Fused<F, R (*)(A...)> {
     runtime::FusedRegion region;
     if constexpr (std::is_void_v<R>) {
       F(a...);
-      region.close();
+      close(region);
     } else {
       R r = F(a...);
-      region.close();
+      close(region);
       return r;
     }
   }

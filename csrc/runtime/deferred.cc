@@ -238,7 +238,7 @@ void flush_owner(uint64_t owner, const char* reason) {
     std::string ops;
     for (size_t i = 0; i < nodes.size() && i < 8; ++i) ops += (i ? ", " : "") + nodes[i].key.substr(0, nodes[i].key.find('|'));
     if (nodes.size() > 8) ops += ", ...";
-    throw pjrt::Error(std::string(e.what()) + " [in a DeferAndFuse graph of " + std::to_string(nodes.size()) +
+    throw pjrt::Error(std::string(e.what()) + " [in a DeferAndFuse graph (or a Strict fused region: foreach ops, fused optimizers) of " + std::to_string(nodes.size()) +
                           " ops: " + ops + "; run in EagerMode.DEBUG to find the failing op]",
                       e.code);
   }

@@ -62,8 +62,6 @@ Executor& executor() {
   return g_eager;
 }
 
-bool in_fused_region() { return t_fused_depth > 0; }
-
 static bool fused_regions_on() {
   static const bool on = [] {
     const char* v = std::getenv("TORCH_TPU_FUSED_REGIONS");

@@ -55,7 +55,11 @@ inline std::vector<BufferPtr> submit(const Submission& s) { return executor().su
 // Debug (op by op by design) and DeferAndFuse (already recording) it changes
 // nothing. Regions nest; the outermost one runs the graph. Closing runs it
 // and raises its errors; a region left by an exception runs it and drops
-// that run's own error (the first error propagates).
+// that run's own error (the first error propagates). As in DeferAndFuse, a
+// graph that fails to run (a device OOM) leaves the tensors it was to update
+// unreadable, with an error that says so; per-tensor Strict left them
+// readable. The depth belongs to the calling OS thread: a region is closed
+// on the thread that opened it.
 class FusedRegion {
  public:
   FusedRegion();
@@ -67,8 +71,6 @@ class FusedRegion {
  private:
   bool active_;
 };
-// Whether the calling thread is inside an active FusedRegion.
-bool in_fused_region();
 
 // Sync points, whatever the mode (work held back under an earlier mode runs
 // too): the calling thread's work (before a compiled graph reads its
