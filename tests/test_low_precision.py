@@ -2,6 +2,8 @@
 per-tensor and row-wise scales, bias, float8 results and scale_result, and
 float8 tensors through indexing ops, against CPU; 16- and 8-bit floats moved
 bit for bit. Every test runs in each eager mode."""
+import zlib
+
 import pytest
 import torch
 
@@ -275,7 +277,8 @@ def block_scaled_operands(fmt, m, k, n, g):
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 def test_block_scaled_mm_matches_cpu_dequantisation(fmt, sw, mkn, out_dtype):
     m, k, n = mkn
-    g = torch.Generator().manual_seed(hash((fmt, m)) % 1000)
+    # zlib.crc32, not hash(): str hashes change with every process (PYTHONHASHSEED), and so did the data
+    g = torch.Generator().manual_seed(zlib.crc32(f"{fmt}{m}".encode()) % 1000)
     a, b, av, bv, sa, sb, block = block_scaled_operands(fmt, m, k, n, g)
     if fmt == "nvfp4":  # e4m3 block scales and one f32 scale per operand
         ga, gb = torch.tensor(0.75), torch.tensor(1.5)
@@ -294,7 +297,12 @@ def test_block_scaled_mm_matches_cpu_dequantisation(fmt, sw, mkn, out_dtype):
                     swizzle_b=swz, bias=dev(bias), output_dtype=out_dtype).cpu()
     assert got.dtype == out_dtype and got.shape == (m, n)
     if out_dtype == torch.float32:
-        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-4)
+        # f32 sums of k products in another order than CPU's differ by up to k ulps of the sum of the
+        # products' magnitudes (the classic bound), not of the result: rows with cancellation differ more
+        # (1.8e-5 relative on values of 100-400, 0.027 on a value near 0, in other processes' data)
+        mag = ((av * block_scale_values(sa, block)).abs() @ (bv * block_scale_values(sb, block)).abs().t()) * glob
+        bound = k * 2.0 ** -23 * (mag + bias.float().abs()) + 1e-6
+        assert got.shape == ref.shape and bool(((got - ref).abs() <= bound).all()), (got - ref).abs().max()
     else:  # one rounding of the f32 result to bf16
         torch.testing.assert_close(got, ref.to(torch.bfloat16), rtol=1e-2, atol=1e-2)
 
