@@ -177,11 +177,13 @@ void marshal(const OpPlan& plan, const ops::Lowering& lowering, const c10::Opera
       }
       append_tensor_key(key, 'T', t);
       runtime::StorageHandle& h = handle_of(t);
-      if (is_whole_buffer(h, t) || !fold_views()) {
-        m.inputs.push_back(read(t));
-      } else {
+      if (is_whole_buffer(h, t)) {  // the hot path: read()'s, without looking the storage up again
+        m.inputs.push_back(h.buffer);
+      } else if (fold_views()) {
         m.views.push_back(ViewInput{m.inputs.size(), view_of(t)});
         runtime::view_operand(h, m.views.back().view, m.inputs, key);
+      } else {
+        m.inputs.push_back(runtime::read_view(h, view_of(t)));
       }
       return true;
     }
